@@ -1,0 +1,167 @@
+//! The vocabulary every other adapt crate speaks: the map-style [`Dataset`]
+//! trait, the decoded [`Sample`], composable [`Transform`]s, the final
+//! [`Normalize`] step that writes f32 CHW straight into a caller's buffer, and
+//! [`Concat`] of datasets.
+//!
+//! This crate is not for reading files: it does no I/O and has no policy on
+//! where data lives; readers of real on-disk layouts are in `adapt-formats`,
+//! batching and workers in `adapt-loader`.
+//!
+//! The key design choice is that every step is *allocation-aware*: a worker
+//! keeps one [`Sample`] and one [`Scratch`] alive and reuses them for every
+//! sample it touches ([`Dataset::get_into`], [`Transform::apply`]), and
+//! normalisation writes into a slice the loader owns (a pooled or pinned batch
+//! buffer). At tens of thousands of samples per second, a per-sample
+//! allocation is visible.
+//!
+//! ```
+//! use adapt_dataset::{Dataset, Normalize, Sample};
+//!
+//! struct Ones;
+//! impl Dataset for Ones {
+//!     fn len(&self) -> usize { 4 }
+//!     fn get(&self, index: usize) -> Result<Sample, adapt_dataset::Error> {
+//!         adapt_dataset::check_index(index, self.len())?;
+//!         Sample::hwc(vec![255; 2 * 2 * 3], 2, 2, 3, index as i64)
+//!     }
+//! }
+//! let sample = Ones.get(3).unwrap();
+//! let mut out = vec![0.0f32; 12];
+//! Normalize::new(&[0.5; 3], &[0.5; 3]).unwrap().write_chw(&sample, &mut out).unwrap();
+//! assert!(out.iter().all(|&v| v == 1.0));
+//! ```
+
+mod concat;
+mod error;
+mod normalize;
+mod sample;
+mod transform;
+
+pub use concat::Concat;
+pub use error::Error;
+pub use normalize::Normalize;
+pub use sample::{Layout, Sample, Shape};
+pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};
+
+use std::sync::Arc;
+
+/// A map-style dataset: a known number of samples, each readable by index.
+///
+/// Contract (as burn and PyTorch state theirs): `get` with an index below
+/// [`len`](Dataset::len) returns the sample or an `Err` that means the read
+/// really failed (a missing file, a corrupt image). An index out of range is a
+/// caller bug; implementations return [`Error::IndexOutOfRange`] rather than
+/// panic. The same index always yields the same sample.
+///
+/// A dataset is shared across worker threads by reference (`Send + Sync`); a
+/// worker never gets its own copy of the data.
+pub trait Dataset: Send + Sync {
+    /// Number of samples.
+    fn len(&self) -> usize;
+
+    /// `true` when the dataset holds no sample.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reads sample `index`.
+    fn get(&self, index: usize) -> Result<Sample, Error>;
+
+    /// Reads sample `index` into `out`, reusing its pixel buffer where the
+    /// format allows. Readers on a hot path override this; the default
+    /// allocates through [`get`](Dataset::get).
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        *out = self.get(index)?;
+        Ok(())
+    }
+
+    /// Where sample `index` comes from (a file path, a file and record), for
+    /// error messages and `inspect`.
+    fn source(&self, index: usize) -> String {
+        format!("sample {index}")
+    }
+
+    /// The shape every sample has after the format's fixed steps, when it is
+    /// fixed (CIFAR-10: 32×32×3). `None` when samples may differ.
+    fn sample_shape(&self) -> Option<Shape> {
+        None
+    }
+
+    /// The number of classes labels are drawn from, when known.
+    fn num_classes(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Returns [`Error::IndexOutOfRange`] unless `index < len`.
+pub fn check_index(index: usize, len: usize) -> Result<(), Error> {
+    if index < len {
+        Ok(())
+    } else {
+        Err(Error::IndexOutOfRange { index, len })
+    }
+}
+
+macro_rules! forward_dataset {
+    ($($ty:ty),*) => {$(
+        impl<D: Dataset + ?Sized> Dataset for $ty {
+            fn len(&self) -> usize { (**self).len() }
+            fn get(&self, index: usize) -> Result<Sample, Error> { (**self).get(index) }
+            fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+                (**self).get_into(index, out)
+            }
+            fn source(&self, index: usize) -> String { (**self).source(index) }
+            fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
+            fn num_classes(&self) -> Option<usize> { (**self).num_classes() }
+        }
+    )*};
+}
+forward_dataset!(&D, Box<D>, Arc<D>);
+
+/// A dataset with a transform applied to each sample after it is read.
+///
+/// The transform runs on the caller's thread (a loader worker), reusing the
+/// caller's [`Scratch`] through [`Mapped::get_with`].
+pub struct Mapped<D, T> {
+    inner: D,
+    transform: T,
+}
+
+impl<D: Dataset, T: Transform> Mapped<D, T> {
+    /// Wraps `inner` so that every sample goes through `transform`.
+    pub fn new(inner: D, transform: T) -> Self {
+        Self { inner, transform }
+    }
+
+    /// Reads and transforms sample `index` with the caller's scratch space.
+    pub fn get_with(&self, index: usize, out: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        self.inner.get_into(index, out)?;
+        self.transform.apply(out, scratch)
+    }
+}
+
+impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        let mut out = Sample::default();
+        self.get_with(index, &mut out, &mut Scratch::default())?;
+        Ok(out)
+    }
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        // A fresh scratch per call: callers on a hot path use `get_with`.
+        self.get_with(index, out, &mut Scratch::default())
+    }
+    fn source(&self, index: usize) -> String {
+        self.inner.source(index)
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        self.inner
+            .sample_shape()
+            .and_then(|s| self.transform.output_shape(s).ok())
+    }
+    fn num_classes(&self) -> Option<usize> {
+        self.inner.num_classes()
+    }
+}

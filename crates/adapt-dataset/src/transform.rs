@@ -1,0 +1,378 @@
+//! Transforms on decoded u8 samples. Each works in place on the caller's
+//! [`Sample`] where the output fits in the input (crop, channel drop) and
+//! through the caller's [`Scratch`] otherwise (resize, channel expansion
+//! beyond capacity), so a worker that keeps both alive allocates nothing per
+//! sample once the buffers have grown.
+
+use crate::{Error, Layout, Sample, Shape};
+use fast_image_resize as fr;
+use std::fmt;
+
+/// Per-worker scratch space reused by every transform call.
+#[derive(Default)]
+pub struct Scratch {
+    /// A spare pixel buffer (swapped with the sample's when a transform
+    /// cannot work in place).
+    pub bytes: Vec<u8>,
+    resizer: Option<fr::Resizer>,
+}
+
+impl fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scratch").field("bytes", &self.bytes.len()).finish_non_exhaustive()
+    }
+}
+
+/// One step applied to a decoded sample.
+pub trait Transform: Send + Sync + fmt::Debug {
+    /// Applies the step to `sample` in place, using `scratch` as needed.
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error>;
+
+    /// The shape a sample of shape `input` has after this step.
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error>;
+}
+
+impl<T: Transform + ?Sized> Transform for Box<T> {
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        (**self).apply(sample, scratch)
+    }
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
+        (**self).output_shape(input)
+    }
+}
+
+/// Transforms applied in order.
+#[derive(Debug, Default)]
+pub struct Compose(pub Vec<Box<dyn Transform>>);
+
+impl Compose {
+    /// An empty pipeline.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a step.
+    #[must_use]
+    pub fn then(mut self, t: impl Transform + 'static) -> Self {
+        self.0.push(Box::new(t));
+        self
+    }
+}
+
+impl Transform for Compose {
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        self.0.iter().try_for_each(|t| t.apply(sample, scratch))
+    }
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
+        self.0.iter().try_fold(input, |s, t| t.output_shape(s))
+    }
+}
+
+/// A crop box as PIL takes it: left and top inclusive, right and bottom
+/// exclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CropBox {
+    /// First column kept.
+    pub left: u32,
+    /// First row kept.
+    pub top: u32,
+    /// One past the last column kept.
+    pub right: u32,
+    /// One past the last row kept.
+    pub bottom: u32,
+}
+
+impl CropBox {
+    /// A box from PIL's `(left, top, right, bottom)`.
+    pub const fn new(left: u32, top: u32, right: u32, bottom: u32) -> Self {
+        Self { left, top, right, bottom }
+    }
+
+    fn check(&self, shape: Shape) -> Result<(), Error> {
+        let ok = self.left < self.right
+            && self.top < self.bottom
+            && self.right <= shape.width
+            && self.bottom <= shape.height;
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::CropOutOfBounds {
+                left: self.left,
+                top: self.top,
+                right: self.right,
+                bottom: self.bottom,
+                width: shape.width,
+                height: shape.height,
+            })
+        }
+    }
+}
+
+/// Crops to a [`CropBox`], in place.
+///
+/// Unlike PIL, a box reaching outside the image is an error rather than a
+/// silent black border: on a dataset with a fixed image size that is always
+/// a configuration mistake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crop(pub CropBox);
+
+impl Transform for Crop {
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        let b = self.0;
+        b.check(sample.shape)?;
+        sample.make_interleaved(&mut scratch.bytes);
+        let c = sample.shape.channels as usize;
+        let src_row = sample.shape.width as usize * c;
+        let dst_row = (b.right - b.left) as usize * c;
+        // Rows move towards the start of the buffer, so copying them forward
+        // in place never overwrites a row not yet moved.
+        for r in 0..(b.bottom - b.top) as usize {
+            let from = (b.top as usize + r) * src_row + b.left as usize * c;
+            sample.pixels.copy_within(from..from + dst_row, r * dst_row);
+        }
+        sample.shape = Shape::new(b.bottom - b.top, b.right - b.left, sample.shape.channels);
+        sample.pixels.truncate(sample.shape.len());
+        Ok(())
+    }
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
+        self.0.check(input)?;
+        Ok(Shape::new(self.0.bottom - self.0.top, self.0.right - self.0.left, input.channels))
+    }
+}
+
+/// Converts to 3-channel RGB as PIL's `convert('RGB')` does: RGBA drops its
+/// alpha (no blending), grey is replicated, grey+alpha drops alpha then
+/// replicates; RGB passes through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ToRgb;
+
+impl ToRgb {
+    /// Converts an interleaved pixel buffer of `channels` channels to RGB in
+    /// place. Readers call this directly on a freshly decoded buffer.
+    pub fn convert_in_place(pixels: &mut Vec<u8>, channels: u32) -> Result<(), Error> {
+        let n = match channels {
+            3 => return Ok(()),
+            1..=4 => pixels.len() / channels as usize,
+            _ => return Err(Error::Channels { transform: "ToRgb", channels }),
+        };
+        match channels {
+            4 => {
+                // Destination index 3i never passes source index 4i.
+                for i in 0..n {
+                    pixels.copy_within(4 * i..4 * i + 3, 3 * i);
+                }
+                pixels.truncate(3 * n);
+            }
+            2 => {
+                for i in 0..n {
+                    pixels[i] = pixels[2 * i];
+                }
+                expand_grey(pixels, n);
+            }
+            _ => expand_grey(pixels, n),
+        }
+        Ok(())
+    }
+}
+
+/// Replicates the first `n` grey bytes into `3n` RGB bytes, back to front so
+/// that the in-place expansion never reads a byte it already overwrote.
+fn expand_grey(pixels: &mut Vec<u8>, n: usize) {
+    pixels.resize(3 * n, 0);
+    for i in (0..n).rev() {
+        let v = pixels[i];
+        pixels[3 * i..3 * i + 3].fill(v);
+    }
+}
+
+impl Transform for ToRgb {
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        sample.make_interleaved(&mut scratch.bytes);
+        Self::convert_in_place(&mut sample.pixels, sample.shape.channels)?;
+        sample.shape.channels = 3;
+        Ok(())
+    }
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
+        match input.channels {
+            1..=4 => Ok(Shape::new(input.height, input.width, 3)),
+            channels => Err(Error::Channels { transform: "ToRgb", channels }),
+        }
+    }
+}
+
+/// Resampling filter for [`Resize`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResizeFilter {
+    /// Nearest neighbour.
+    Nearest,
+    /// Bilinear (torchvision's default for tensors and PIL images).
+    #[default]
+    Bilinear,
+    /// Bicubic (Catmull-Rom).
+    Bicubic,
+    /// Lanczos3.
+    Lanczos3,
+}
+
+/// Resizes to a fixed width and height with `fast_image_resize` (SIMD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resize {
+    /// Target width.
+    pub width: u32,
+    /// Target height.
+    pub height: u32,
+    /// Resampling filter.
+    pub filter: ResizeFilter,
+}
+
+impl Resize {
+    /// A bilinear resize to `width` × `height`.
+    pub fn new(width: u32, height: u32) -> Result<Self, Error> {
+        if width == 0 || height == 0 {
+            return Err(Error::InvalidParameter(format!("resize to {width}x{height}")));
+        }
+        Ok(Self { width, height, filter: ResizeFilter::Bilinear })
+    }
+
+    /// The same resize with another filter.
+    #[must_use]
+    pub fn with_filter(mut self, filter: ResizeFilter) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    fn options(&self) -> fr::ResizeOptions {
+        let alg = match self.filter {
+            ResizeFilter::Nearest => fr::ResizeAlg::Nearest,
+            ResizeFilter::Bilinear => fr::ResizeAlg::Convolution(fr::FilterType::Bilinear),
+            ResizeFilter::Bicubic => fr::ResizeAlg::Convolution(fr::FilterType::CatmullRom),
+            ResizeFilter::Lanczos3 => fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3),
+        };
+        fr::ResizeOptions::new().resize_alg(alg)
+    }
+}
+
+fn pixel_type(channels: u32) -> Result<fr::PixelType, Error> {
+    Ok(match channels {
+        1 => fr::PixelType::U8,
+        2 => fr::PixelType::U8x2,
+        3 => fr::PixelType::U8x3,
+        4 => fr::PixelType::U8x4,
+        channels => return Err(Error::Channels { transform: "Resize", channels }),
+    })
+}
+
+impl Transform for Resize {
+    fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+        let from = sample.shape;
+        let to = Shape::new(self.height, self.width, from.channels);
+        if from == to {
+            return Ok(());
+        }
+        sample.make_interleaved(&mut scratch.bytes);
+        let pt = pixel_type(from.channels)?;
+        let err = |e: &dyn fmt::Display| Error::Resize { from, to, message: e.to_string() };
+        let src = fr::images::ImageRef::new(from.width, from.height, &sample.pixels, pt).map_err(|e| err(&e))?;
+        scratch.bytes.clear();
+        scratch.bytes.resize(to.len(), 0);
+        let mut dst =
+            fr::images::Image::from_slice_u8(to.width, to.height, &mut scratch.bytes, pt).map_err(|e| err(&e))?;
+        scratch
+            .resizer
+            .get_or_insert_with(fr::Resizer::new)
+            .resize(&src, &mut dst, &self.options())
+            .map_err(|e| err(&e))?;
+        std::mem::swap(&mut sample.pixels, &mut scratch.bytes);
+        sample.shape = to;
+        sample.layout = Layout::Interleaved;
+        Ok(())
+    }
+    fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
+        pixel_type(input.channels)?;
+        Ok(Shape::new(self.height, self.width, input.channels))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ramp(h: u32, w: u32, c: u32) -> Sample {
+        let n = (h * w * c) as usize;
+        Sample::hwc((0..n).map(|i| (i % 251) as u8).collect(), h, w, c, 0).unwrap()
+    }
+
+    #[test]
+    fn crop_matches_pil_box_semantics() {
+        let mut s = ramp(4, 5, 1);
+        Crop(CropBox::new(1, 2, 4, 4)).apply(&mut s, &mut Scratch::default()).unwrap();
+        // Rows 2..4, columns 1..4 of a 5-wide ramp.
+        assert_eq!(s.shape, Shape::new(2, 3, 1));
+        assert_eq!(s.pixels, vec![11, 12, 13, 16, 17, 18]);
+    }
+
+    #[test]
+    fn crop_outside_is_an_error() {
+        let mut s = ramp(4, 5, 3);
+        let err = Crop(CropBox::new(0, 0, 6, 4)).apply(&mut s, &mut Scratch::default()).unwrap_err();
+        assert!(matches!(err, Error::CropOutOfBounds { right: 6, width: 5, .. }));
+        let err = Crop(CropBox::new(2, 0, 2, 4)).output_shape(s.shape).unwrap_err();
+        assert!(matches!(err, Error::CropOutOfBounds { .. }));
+    }
+
+    #[test]
+    fn to_rgb_drops_alpha_and_replicates_grey() {
+        let mut rgba = vec![1, 2, 3, 200, 4, 5, 6, 0];
+        ToRgb::convert_in_place(&mut rgba, 4).unwrap();
+        assert_eq!(rgba, vec![1, 2, 3, 4, 5, 6]);
+        let mut grey = vec![7, 9];
+        ToRgb::convert_in_place(&mut grey, 1).unwrap();
+        assert_eq!(grey, vec![7, 7, 7, 9, 9, 9]);
+        let mut la = vec![7, 1, 9, 2];
+        ToRgb::convert_in_place(&mut la, 2).unwrap();
+        assert_eq!(la, vec![7, 7, 7, 9, 9, 9]);
+        assert!(ToRgb::convert_in_place(&mut vec![0; 5], 5).is_err());
+    }
+
+    #[test]
+    fn resize_changes_shape_and_keeps_flat_colour() {
+        let mut s = Sample::hwc(vec![90; 8 * 6 * 3], 8, 6, 3, 0).unwrap();
+        let mut scratch = Scratch::default();
+        Resize::new(3, 4).unwrap().apply(&mut s, &mut scratch).unwrap();
+        assert_eq!(s.shape, Shape::new(4, 3, 3));
+        assert!(s.pixels.iter().all(|&v| v == 90));
+        assert!(Resize::new(0, 4).is_err());
+    }
+
+    #[test]
+    fn compose_runs_in_order() {
+        let t = Compose::new().then(Crop(CropBox::new(0, 0, 4, 4))).then(Resize::new(2, 2).unwrap());
+        assert_eq!(t.output_shape(Shape::new(6, 6, 3)).unwrap(), Shape::new(2, 2, 3));
+        let mut s = ramp(6, 6, 3);
+        t.apply(&mut s, &mut Scratch::default()).unwrap();
+        assert_eq!(s.shape, Shape::new(2, 2, 3));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn crop_in_place_equals_naive(h in 1u32..12, w in 1u32..12, c in 1u32..5,
+                                      a in 0u32..12, b in 0u32..12, d in 0u32..12, e in 0u32..12) {
+            let (left, right) = (a.min(b) % w, (a.max(b) % w) + 1);
+            let (top, bottom) = (d.min(e) % h, (d.max(e) % h) + 1);
+            prop_assume!(left < right && top < bottom);
+            let s = ramp(h, w, c);
+            let mut naive = Vec::new();
+            for y in top..bottom {
+                for x in left..right {
+                    let i = ((y * w + x) * c) as usize;
+                    naive.extend_from_slice(&s.pixels[i..i + c as usize]);
+                }
+            }
+            let mut got = s.clone();
+            Crop(CropBox::new(left, top, right, bottom)).apply(&mut got, &mut Scratch::default()).unwrap();
+            prop_assert_eq!(got.pixels, naive);
+        }
+    }
+}
