@@ -1,1 +1,32 @@
-//! placeholder
+//! Readers (and, beside each, a writer) for the real on-disk layouts of the
+//! datasets adapt loads: CIFAR-10's binary batches, CelebA (aligned) with its
+//! identity file and fixed crop, DigiFace1M's class folders of RGBA PNGs, and
+//! a generic class-per-folder image tree as torchvision's `ImageFolder`.
+//!
+//! Each reader implements [`adapt_dataset::Dataset`] and is meant to run
+//! unchanged on the real datasets. A sample comes out after the format's own
+//! fixed steps (CelebA's crop, DigiFace's RGBA→RGB) and before any
+//! normalisation. Writers exist so that synthetic data (`adapt-synth`) and
+//! tests produce exactly the real layout: write-then-read is one test.
+//!
+//! This crate is not for batching, shuffling or sharded packs; those are the
+//! loader's and the pack crate's. Its key choice is to validate at open what
+//! can be validated cheaply (file sizes, labels, identity lines, that every
+//! listed image exists), so that a damaged dataset fails at once with the
+//! file and record named, never mid-epoch or as a silently shorter dataset.
+
+mod cifar10;
+mod celeba;
+mod digiface;
+mod error;
+mod image_io;
+mod imagefolder;
+
+pub use celeba::{CELEBA_CROP, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter};
+pub use cifar10::{CIFAR10_CLASSES, Cifar10, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta};
+pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
+pub use error::FormatError;
+pub use image_io::{decode_rgb_into, encode_jpeg, encode_png, write_atomically};
+pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
+mod registry;
+pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

@@ -1,1 +1,221 @@
-//! placeholder
+//! Seeded, photo-like synthetic datasets written in the real on-disk layouts
+//! (CIFAR-10 binary batches, CelebA identity file + JPEGs, DigiFace1M class
+//! folders of RGBA PNGs) through the writers of `adapt-formats`. Nothing can
+//! be downloaded on the machines adapt is built on; this is how the xtask,
+//! tests and benches get data that the real readers read unchanged.
+//!
+//! This crate is not a data-augmentation library and does not aim at images
+//! that look like faces to a person. Its key property is that content is
+//! "photo-like" where it matters for timing: smooth gradients, soft-edged
+//! shapes and per-pixel noise, so JPEG and PNG decode costs are realistic
+//! (a constant-colour image decodes several times faster than a photo).
+//! Every image is a pure function of (seed, dataset, index), so generation
+//! is parallel and deterministic.
+
+mod paint;
+
+pub use paint::{Painter, photo};
+
+use adapt_formats::{
+    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, write_batch, write_digiface_image,
+    write_meta,
+};
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Errors of the generators.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SynthError {
+    /// A writer failed (the error names the file).
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// Sizes the layout cannot hold.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A folder could not be created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+}
+
+/// Called with the number of items just finished (for a progress bar).
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
+
+/// A progress callback that does nothing.
+pub fn no_progress(_: u64) {}
+
+fn create_dir(dir: &Path) -> Result<(), SynthError> {
+    std::fs::create_dir_all(dir).map_err(|source| SynthError::Io { path: dir.to_owned(), source })
+}
+
+/// Sizes of a synthetic CIFAR-10.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cifar10Spec {
+    /// Training records, spread over the five batch files (at least 5).
+    pub train: usize,
+    /// Test records (at least 1).
+    pub test: usize,
+    /// Seed of every image and label.
+    pub seed: u64,
+}
+
+impl Default for Cifar10Spec {
+    /// Full size: 50,000 train and 10,000 test records.
+    fn default() -> Self {
+        Self { train: 50_000, test: 10_000, seed: 0 }
+    }
+}
+
+/// Writes a CIFAR-10 binary layout into `dir`: `data_batch_{1..5}.bin`,
+/// `test_batch.bin`, `batches.meta.txt`.
+pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<(), SynthError> {
+    if spec.train < 5 || spec.test == 0 {
+        return Err(SynthError::InvalidArgument(format!(
+            "CIFAR-10 needs at least 5 training records (one per batch file) and 1 test record; got {} and {}",
+            spec.train, spec.test
+        )));
+    }
+    create_dir(dir)?;
+    let mut files: Vec<(String, usize, usize)> = Vec::new();
+    let (per, extra) = (spec.train / 5, spec.train % 5);
+    let mut start = 0;
+    for (i, name) in Split::Train.file_names().into_iter().enumerate() {
+        let n = per + usize::from(i < extra);
+        files.push((name, start, n));
+        start += n;
+    }
+    // Test indices follow train indices so no two images share a seed.
+    files.push(("test_batch.bin".into(), spec.train, spec.test));
+    files.par_iter().try_for_each(|(name, start, n)| {
+        let records: Vec<(u8, Vec<u8>)> = (*start..start + n)
+            .map(|i| {
+                let mut p = Painter::new(spec.seed, "cifar10", i as u64);
+                let label = p.below(10) as u8;
+                let hwc = p.photo(32, 32, label as u64);
+                progress(1);
+                (label, hwc_to_planar(&hwc, 32 * 32))
+            })
+            .collect();
+        write_batch(&dir.join(name), records.iter().map(|(l, px)| (*l, px.as_slice())))
+    })?;
+    write_meta(dir, &CIFAR10_CLASSES)?;
+    Ok(())
+}
+
+/// Generates a CIFAR-10 layout in `dir` unless one with the spec's sizes is
+/// already there and reads cleanly. Returns whether it generated.
+pub fn ensure_cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<bool, SynthError> {
+    use adapt_dataset::Dataset;
+    let complete = matches!(
+        (Cifar10::open(dir, Split::Train), Cifar10::open(dir, Split::Test)),
+        (Ok(tr), Ok(te)) if tr.len() == spec.train && te.len() == spec.test
+    );
+    if complete {
+        return Ok(false);
+    }
+    cifar10(dir, spec, progress)?;
+    Ok(true)
+}
+
+fn hwc_to_planar(hwc: &[u8], plane: usize) -> Vec<u8> {
+    let mut out = vec![0; IMAGE_BYTES];
+    for (i, px) in hwc.chunks_exact(3).enumerate() {
+        for c in 0..3 {
+            out[c * plane + i] = px[c];
+        }
+    }
+    out
+}
+
+/// Sizes of a synthetic CelebA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CelebASpec {
+    /// Number of images.
+    pub count: usize,
+    /// Number of identities (labels 1..=identities, as CelebA numbers them).
+    pub identities: usize,
+    /// JPEG quality.
+    pub quality: u8,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Default for CelebASpec {
+    /// 20,000 images of 1,000 identities (CelebA has about 20 per identity).
+    fn default() -> Self {
+        Self { count: 20_000, identities: 1_000, quality: 90, seed: 0 }
+    }
+}
+
+/// Writes a CelebA (aligned) layout into `root`: 178×218 JPEGs in
+/// `img_align_celeba/` and `identity_CelebA.txt`.
+pub fn celeba(root: &Path, spec: CelebASpec, progress: Progress<'_>) -> Result<(), SynthError> {
+    if spec.count == 0 || spec.identities == 0 || !(1..=100).contains(&spec.quality) {
+        return Err(SynthError::InvalidArgument(format!(
+            "CelebA needs at least one image and one identity and a JPEG quality in 1..=100; got {spec:?}"
+        )));
+    }
+    let writer = CelebAWriter::create(root)?;
+    let ids: Vec<(String, i64)> = (0..spec.count)
+        .into_par_iter()
+        .map(|i| {
+            let mut p = Painter::new(spec.seed, "celeba", i as u64);
+            let id = 1 + p.below(spec.identities as u64);
+            let rgb = p.face(178, 218, id);
+            let name = CelebAWriter::image_name(i + 1);
+            writer.write_image(&name, &rgb, 178, 218, spec.quality)?;
+            progress(1);
+            Ok((name, id as i64))
+        })
+        .collect::<Result<_, SynthError>>()?;
+    writer.write_identities(ids.iter().map(|(n, id)| (n.as_str(), *id)))?;
+    Ok(())
+}
+
+/// Sizes of a synthetic DigiFace1M.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DigiFaceSpec {
+    /// Number of class folders (0..classes).
+    pub classes: usize,
+    /// Images per class (0.png ..).
+    pub per_class: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Default for DigiFaceSpec {
+    /// 200 classes × 50 images.
+    fn default() -> Self {
+        Self { classes: 200, per_class: 50, seed: 0 }
+    }
+}
+
+/// Writes a DigiFace1M layout into `root`: `<class>/<n>.png`, 112×112 RGBA.
+pub fn digiface(root: &Path, spec: DigiFaceSpec, progress: Progress<'_>) -> Result<(), SynthError> {
+    if spec.classes == 0 || spec.per_class == 0 {
+        return Err(SynthError::InvalidArgument(format!("DigiFace1M needs at least one image; got {spec:?}")));
+    }
+    create_dir(root)?;
+    (0..spec.classes * spec.per_class).into_par_iter().try_for_each(|i| {
+        let (class, n) = (i / spec.per_class, i % spec.per_class);
+        let mut p = Painter::new(spec.seed, "digiface", i as u64);
+        let rgb = p.face(112, 112, class as u64);
+        // Rendered faces on a transparent background: alpha is opaque on
+        // the face, partly transparent towards the corners.
+        let mut rgba = Vec::with_capacity(112 * 112 * 4);
+        for (j, px) in rgb.chunks_exact(3).enumerate() {
+            let (x, y) = ((j % 112) as f32 - 55.5, (j / 112) as f32 - 55.5);
+            let r = (x * x + y * y).sqrt() / 79.0;
+            rgba.extend_from_slice(px);
+            rgba.push((255.0 * (1.4 - r).clamp(0.0, 1.0)) as u8);
+        }
+        write_digiface_image(root, class as u64, n as u64, &rgba, 112)?;
+        progress(1);
+        Ok(())
+    })
+}

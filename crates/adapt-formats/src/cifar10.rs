@@ -1,0 +1,201 @@
+//! CIFAR-10, binary version: `data_batch_{1..5}.bin` (train) and
+//! `test_batch.bin` (test), each a run of 3073-byte records (1 label byte,
+//! then 1024 R, 1024 G, 1024 B bytes of a row-major 32×32 image), and
+//! `batches.meta.txt` with one class name per line.
+//!
+//! Files are memory-mapped once and shared by every thread: reading a sample
+//! is a 3 KiB copy out of the page cache, with no syscall.
+
+use crate::{FormatError, write_atomically};
+use adapt_dataset::{Dataset, Error, Layout, Sample, Shape, check_index};
+use memmap2::Mmap;
+use std::path::{Path, PathBuf};
+
+/// Bytes of one record: the label byte and the image.
+pub const RECORD_BYTES: usize = 1 + IMAGE_BYTES;
+/// Bytes of one 32×32 RGB image.
+pub const IMAGE_BYTES: usize = 3 * 32 * 32;
+/// The class names of `batches.meta.txt`, in label order.
+pub const CIFAR10_CLASSES: [&str; 10] =
+    ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"];
+const SHAPE: Shape = Shape::new(32, 32, 3);
+const META: &str = "batches.meta.txt";
+
+/// Which files of the dataset to read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Split {
+    /// `data_batch_1.bin` … `data_batch_5.bin` (50,000 records).
+    #[default]
+    Train,
+    /// `test_batch.bin` (10,000 records).
+    Test,
+}
+
+impl Split {
+    /// The batch file names of this split, in reading order.
+    pub fn file_names(self) -> Vec<String> {
+        match self {
+            Split::Train => (1..=5).map(|i| format!("data_batch_{i}.bin")).collect(),
+            Split::Test => vec!["test_batch.bin".to_owned()],
+        }
+    }
+}
+
+struct BatchFile {
+    path: PathBuf,
+    map: Mmap,
+}
+
+/// The CIFAR-10 binary dataset, one split. Samples are in file order, then
+/// record order; a sample is planar (CHW) as stored.
+pub struct Cifar10 {
+    files: Vec<BatchFile>,
+    /// `ends[k]`: one past the last global index held by file `k`.
+    ends: Vec<usize>,
+    classes: Vec<String>,
+}
+
+impl Cifar10 {
+    /// Opens `dir` (the folder holding the `.bin` files; a folder that holds
+    /// `cifar-10-batches-bin/` is accepted too). Checks every file's size and
+    /// every label byte.
+    pub fn open(dir: &Path, split: Split) -> Result<Self, FormatError> {
+        let nested = dir.join("cifar-10-batches-bin");
+        let dir = if !dir.join(&split.file_names()[0]).exists() && nested.is_dir() { &nested } else { dir };
+        let mut files = Vec::new();
+        let mut ends = Vec::new();
+        let mut total = 0;
+        for name in split.file_names() {
+            let path = dir.join(name);
+            let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => FormatError::Missing { path: path.clone(), what: "CIFAR-10 batch file" },
+                _ => FormatError::Io { path: path.clone(), source: e },
+            })?;
+            let len = file.metadata().map_err(FormatError::io(&path))?.len();
+            if len == 0 {
+                return Err(FormatError::Empty { path, what: "CIFAR-10 batch file holds no record" });
+            }
+            let tail = len % RECORD_BYTES as u64;
+            if tail != 0 {
+                return Err(FormatError::CifarSize { path, len, tail });
+            }
+            // SAFETY: the map is read-only; the dataset's files are not
+            // expected to change while it is open (as with any reader of a
+            // mapped file, truncating one underneath us is the caller's bug).
+            let map = unsafe { Mmap::map(&file) }.map_err(FormatError::io(&path))?;
+            if let Some((record, rec)) = map.chunks_exact(RECORD_BYTES).enumerate().find(|(_, r)| r[0] > 9) {
+                return Err(FormatError::CifarLabel { path, record, label: rec[0] });
+            }
+            total += map.len() / RECORD_BYTES;
+            ends.push(total);
+            files.push(BatchFile { path, map });
+        }
+        let classes = read_meta(&dir.join(META))?;
+        Ok(Self { files, ends, classes })
+    }
+
+    /// Class names from `batches.meta.txt` (the standard names when the file
+    /// is absent).
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+
+    /// The batch file and record number that hold global `index`.
+    pub fn locate(&self, index: usize) -> Result<(usize, usize), Error> {
+        check_index(index, self.len())?;
+        let file = self.ends.partition_point(|&e| e <= index);
+        let start = if file == 0 { 0 } else { self.ends[file - 1] };
+        Ok((file, index - start))
+    }
+
+    /// The label and the 3072 planar image bytes of record `index`, borrowed
+    /// from the map.
+    pub fn record(&self, index: usize) -> Result<(u8, &[u8]), Error> {
+        let (f, r) = self.locate(index)?;
+        let rec = &self.files[f].map[r * RECORD_BYTES..(r + 1) * RECORD_BYTES];
+        Ok((rec[0], &rec[1..]))
+    }
+}
+
+fn read_meta(path: &Path) -> Result<Vec<String>, FormatError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let names: Vec<String> =
+                text.lines().map(|l| l.trim().to_owned()).filter(|l| !l.is_empty()).collect();
+            if names.len() != 10 {
+                return Err(FormatError::InvalidInput {
+                    path: path.to_owned(),
+                    reason: format!("expected 10 class names, found {}", names.len()),
+                });
+            }
+            Ok(names)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(CIFAR10_CLASSES.iter().map(|s| (*s).to_owned()).collect())
+        }
+        Err(source) => Err(FormatError::Io { path: path.to_owned(), source }),
+    }
+}
+
+impl Dataset for Cifar10 {
+    fn len(&self) -> usize {
+        self.ends.last().copied().unwrap_or(0)
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        let mut s = Sample::default();
+        self.get_into(index, &mut s)?;
+        Ok(s)
+    }
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        let (label, image) = self.record(index)?;
+        out.pixels.clear();
+        out.pixels.extend_from_slice(image);
+        out.shape = SHAPE;
+        out.layout = Layout::Planar;
+        out.label = i64::from(label);
+        Ok(())
+    }
+    fn source(&self, index: usize) -> String {
+        match self.locate(index) {
+            Ok((f, r)) => format!("{}#record={r}", self.files[f].path.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        Some(SHAPE)
+    }
+    fn num_classes(&self) -> Option<usize> {
+        Some(10)
+    }
+}
+
+/// Writes one batch file of `(label, 3072 planar bytes)` records, atomically.
+pub fn write_batch<'a>(path: &Path, records: impl IntoIterator<Item = (u8, &'a [u8])>) -> Result<(), FormatError> {
+    let mut bad = None;
+    write_atomically(path, |w| {
+        for (i, (label, image)) in records.into_iter().enumerate() {
+            if label > 9 || image.len() != IMAGE_BYTES {
+                bad = Some(format!("record {i}: label {label}, {} image bytes", image.len()));
+                return Err(std::io::Error::other("invalid record"));
+            }
+            w.write_all(&[label])?;
+            w.write_all(image)?;
+        }
+        Ok(())
+    })
+    .map_err(|e| match bad.take() {
+        Some(reason) => FormatError::InvalidInput { path: path.to_owned(), reason },
+        None => e,
+    })
+}
+
+/// Writes `batches.meta.txt` with the given class names into `dir`.
+pub fn write_meta(dir: &Path, classes: &[&str]) -> Result<(), FormatError> {
+    write_atomically(&dir.join(META), |w| {
+        for c in classes {
+            writeln!(w, "{c}")?;
+        }
+        // The real file ends with a blank line.
+        writeln!(w)
+    })
+}

@@ -1,0 +1,144 @@
+use adapt_dataset::Shape;
+use std::path::PathBuf;
+
+/// Errors of the format readers and writers. Every variant names the file at
+/// fault, and the record or line where there is one.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// An I/O error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A file or folder the layout requires is absent.
+    #[error("missing {what}: {path}")]
+    Missing {
+        /// The expected path.
+        path: PathBuf,
+        /// What it should have held.
+        what: &'static str,
+    },
+    /// A CIFAR-10 batch file whose size is not a whole number of records.
+    #[error("{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records (last record truncated to {tail} bytes)")]
+    CifarSize {
+        /// The batch file.
+        path: PathBuf,
+        /// Its size in bytes.
+        len: u64,
+        /// Bytes in the incomplete last record.
+        tail: u64,
+    },
+    /// A CIFAR-10 record whose label byte is not a class.
+    #[error("{path}: record {record}: label {label} is not a CIFAR-10 class (0..=9)")]
+    CifarLabel {
+        /// The batch file.
+        path: PathBuf,
+        /// The record number in that file, from 0.
+        record: usize,
+        /// The label byte found.
+        label: u8,
+    },
+    /// A malformed line in a text index (CelebA's identity file).
+    #[error("{path}: line {line}: {reason}: {content:?}")]
+    BadLine {
+        /// The text file.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong.
+        reason: &'static str,
+        /// The line as found.
+        content: String,
+    },
+    /// A line of an index names an image that is not on disk.
+    #[error("{path}: line {line}: image {image} does not exist")]
+    MissingImage {
+        /// The index file.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: usize,
+        /// The image path it names.
+        image: PathBuf,
+    },
+    /// An image that cannot be decoded (corrupt, truncated, unsupported).
+    #[error("{path}: cannot decode image: {message}")]
+    Decode {
+        /// The image file.
+        path: PathBuf,
+        /// The decoder's message.
+        message: String,
+    },
+    /// An image whose size differs from the one the format fixes.
+    #[error("{path}: image is {got}, the format expects {expected}")]
+    UnexpectedShape {
+        /// The image file.
+        path: PathBuf,
+        /// Shape the format fixes.
+        expected: Shape,
+        /// Shape decoded.
+        got: Shape,
+    },
+    /// A folder or file name that the layout requires to be a number.
+    #[error("{path}: {reason}")]
+    BadName {
+        /// The folder or file.
+        path: PathBuf,
+        /// What is wrong with its name.
+        reason: &'static str,
+    },
+    /// A folder or file that holds nothing to read.
+    #[error("{path}: {what}")]
+    Empty {
+        /// The folder or file.
+        path: PathBuf,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// An image that could not be encoded by a writer.
+    #[error("{path}: cannot encode image: {message}")]
+    Encode {
+        /// The target file.
+        path: PathBuf,
+        /// The encoder's message.
+        message: String,
+    },
+    /// A writer given data that does not fit the format.
+    #[error("{path}: {reason}")]
+    InvalidInput {
+        /// The file being written.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A fixed step (crop, conversion) failed on a decoded image.
+    #[error("{path}: {source}")]
+    Transform {
+        /// The image file.
+        path: PathBuf,
+        /// The transform's error.
+        source: adapt_dataset::Error,
+    },
+}
+
+impl FormatError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                FormatError::Missing { path, what: "file" }
+            } else {
+                FormatError::Io { path, source }
+            }
+        }
+    }
+}
+
+impl From<FormatError> for adapt_dataset::Error {
+    fn from(e: FormatError) -> Self {
+        adapt_dataset::Error::reader(e)
+    }
+}

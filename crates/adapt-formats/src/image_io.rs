@@ -1,0 +1,129 @@
+//! Decoding into a reused sample buffer, encoding, and atomic file writes.
+
+use crate::FormatError;
+use adapt_dataset::{Layout, Sample, Shape, ToRgb};
+use image::{ColorType, DynamicImage, ExtendedColorType, ImageDecoder, ImageEncoder, ImageReader};
+use std::cell::RefCell;
+use std::io::{Cursor, Read, Write};
+use std::path::Path;
+
+thread_local! {
+    /// Encoded bytes of the file being decoded, reused per thread so a
+    /// worker does not allocate a read buffer per image.
+    static FILE_BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Reads the image file at `path` and decodes it as RGB into `out` (pixels,
+/// shape, interleaved layout), reusing `out`'s buffer. Grey, grey+alpha,
+/// RGBA, palette and 16-bit images are converted to 8-bit RGB as PIL's
+/// `convert('RGB')` does. The label is left untouched.
+pub fn read_rgb_into(path: &Path, out: &mut Sample) -> Result<(), FormatError> {
+    FILE_BYTES.with_borrow_mut(|bytes| {
+        bytes.clear();
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_end(bytes))
+            .map_err(FormatError::io(path))?;
+        decode_rgb_into(path, bytes, out)
+    })
+}
+
+/// Decodes encoded image `bytes` (JPEG or PNG) as RGB into `out`; `path` only
+/// names the image in errors.
+pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<(), FormatError> {
+    let err = |e: image::ImageError| FormatError::Decode { path: path.to_owned(), message: e.to_string() };
+    let format = image::guess_format(bytes).map_err(err)?;
+    if format == image::ImageFormat::Jpeg && !jpeg_has_end_marker(bytes) {
+        // The JPEG decoder fills a truncated scan with grey and reports
+        // success; PIL raises "image file is truncated". So do we.
+        return Err(FormatError::Decode {
+            path: path.to_owned(),
+            message: "truncated JPEG (no end-of-image marker)".into(),
+        });
+    }
+    let decoder = ImageReader::with_format(Cursor::new(bytes), format).into_decoder().map_err(err)?;
+    let (width, height) = decoder.dimensions();
+    let color = decoder.color_type();
+    match color {
+        ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => {
+            let n = usize::try_from(decoder.total_bytes()).map_err(|_| FormatError::Decode {
+                path: path.to_owned(),
+                message: "image too large".into(),
+            })?;
+            out.pixels.clear();
+            out.pixels.resize(n, 0);
+            decoder.read_image(&mut out.pixels).map_err(err)?;
+            ToRgb::convert_in_place(&mut out.pixels, u32::from(color.channel_count()))
+                .map_err(|source| FormatError::Transform { path: path.to_owned(), source })?;
+        }
+        _ => {
+            // Rare (16-bit, float): let `image` convert, at the cost of an
+            // allocation.
+            out.pixels = DynamicImage::from_decoder(decoder).map_err(err)?.to_rgb8().into_raw();
+        }
+    }
+    out.shape = Shape::new(height, width, 3);
+    out.layout = Layout::Interleaved;
+    Ok(())
+}
+
+/// Whether a JPEG stream ends with its end-of-image marker (`FF D9`), allowing
+/// a little padding after it. Inside entropy-coded data `FF` is always
+/// followed by `00` or a restart marker, so `FF D9` near the end is the EOI.
+fn jpeg_has_end_marker(bytes: &[u8]) -> bool {
+    bytes[bytes.len().saturating_sub(64)..].windows(2).any(|w| w == [0xFF, 0xD9])
+}
+
+/// Encodes interleaved RGB pixels as a baseline JPEG of the given quality.
+pub fn encode_jpeg(path: &Path, rgb: &[u8], width: u32, height: u32, quality: u8) -> Result<Vec<u8>, FormatError> {
+    let mut out = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
+        .encode(rgb, width, height, ExtendedColorType::Rgb8)
+        .map_err(|e| FormatError::Encode { path: path.to_owned(), message: e.to_string() })?;
+    Ok(out)
+}
+
+/// Encodes interleaved pixels of 1 to 4 channels (grey, grey+alpha, RGB,
+/// RGBA) as PNG.
+pub fn encode_png(path: &Path, pixels: &[u8], width: u32, height: u32, channels: u32) -> Result<Vec<u8>, FormatError> {
+    let color = match channels {
+        1 => ExtendedColorType::L8,
+        2 => ExtendedColorType::La8,
+        3 => ExtendedColorType::Rgb8,
+        4 => ExtendedColorType::Rgba8,
+        _ => {
+            return Err(FormatError::InvalidInput {
+                path: path.to_owned(),
+                reason: format!("PNG of {channels} channels"),
+            });
+        }
+    };
+    let mut out = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut out)
+        .write_image(pixels, width, height, color)
+        .map_err(|e| FormatError::Encode { path: path.to_owned(), message: e.to_string() })?;
+    Ok(out)
+}
+
+/// Writes a file through a temporary name in the same folder, then renames
+/// it, so an interrupted writer never leaves a complete-looking, truncated
+/// file behind.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), FormatError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = std::path::PathBuf::from(tmp);
+    let result = (|| {
+        let file = std::fs::File::create(&tmp)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        write(&mut w)?;
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&tmp, path)
+    })();
+    result.map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        FormatError::Io { path: path.to_owned(), source }
+    })
+}

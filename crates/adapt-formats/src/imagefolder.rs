@@ -1,0 +1,99 @@
+//! A generic image tree as torchvision's `ImageFolder`: one sub-folder per
+//! class, classes numbered in sorted name order, images found recursively in
+//! sorted order. Only JPEG and PNG are read; other files are skipped, as
+//! torchvision skips files without an image extension.
+
+use crate::FormatError;
+use crate::image_io::read_rgb_into;
+use adapt_dataset::{Dataset, Error, Sample, check_index};
+use std::path::{Path, PathBuf};
+
+/// Extensions read (compared without case).
+pub const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
+
+/// An image folder dataset. Images may differ in size: put a `Resize` after
+/// it (`adapt_dataset::Mapped`) before batching.
+pub struct ImageFolder {
+    classes: Vec<String>,
+    entries: Vec<(PathBuf, i64)>,
+}
+
+impl ImageFolder {
+    /// Opens `root`, whose sub-folders are the classes.
+    pub fn open(root: &Path) -> Result<Self, FormatError> {
+        if !root.is_dir() {
+            return Err(FormatError::Missing { path: root.to_owned(), what: "image folder" });
+        }
+        let mut classes = Vec::new();
+        for entry in std::fs::read_dir(root).map_err(FormatError::io(root))? {
+            let entry = entry.map_err(FormatError::io(root))?;
+            if entry.path().is_dir() {
+                let name = entry.file_name().into_string().map_err(|_| FormatError::BadName {
+                    path: entry.path(),
+                    reason: "class folder name is not UTF-8",
+                })?;
+                classes.push(name);
+            }
+        }
+        classes.sort();
+        let mut entries = Vec::new();
+        for (label, class) in classes.iter().enumerate() {
+            let mut files = Vec::new();
+            walk(&root.join(class), &mut files)?;
+            files.sort();
+            entries.extend(files.into_iter().map(|p| (p, label as i64)));
+        }
+        if entries.is_empty() {
+            return Err(FormatError::Empty { path: root.to_owned(), what: "no class folder holds a JPEG or PNG image" });
+        }
+        Ok(Self { classes, entries })
+    }
+
+    /// Class names, in label order.
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FormatError> {
+    for entry in std::fs::read_dir(dir).map_err(FormatError::io(dir))? {
+        let path = entry.map_err(FormatError::io(dir))?.path();
+        if path.is_dir() {
+            walk(&path, out)?;
+        } else if path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| IMAGE_EXTENSIONS.iter().any(|x| x.eq_ignore_ascii_case(e)))
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl Dataset for ImageFolder {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        let mut s = Sample::default();
+        self.get_into(index, &mut s)?;
+        Ok(s)
+    }
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        check_index(index, self.entries.len())?;
+        let (path, label) = &self.entries[index];
+        read_rgb_into(path, out)?;
+        out.label = *label;
+        Ok(())
+    }
+    fn source(&self, index: usize) -> String {
+        match check_index(index, self.entries.len()) {
+            Ok(()) => self.entries[index].0.display().to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+    fn num_classes(&self) -> Option<usize> {
+        Some(self.classes.len())
+    }
+}

@@ -1,0 +1,96 @@
+//! Opening a dataset by format name, as the command line and the tuner do.
+
+use crate::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split};
+use adapt_dataset::{Dataset, Normalize};
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// The formats this crate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DatasetKind {
+    /// CIFAR-10 binary batches.
+    Cifar10,
+    /// CelebA (aligned) with its identity file.
+    CelebA,
+    /// DigiFace1M class folders.
+    DigiFace,
+    /// A class-per-folder image tree.
+    ImageFolder,
+}
+
+impl DatasetKind {
+    /// Every kind, in the order the command line lists them.
+    pub const ALL: [DatasetKind; 4] =
+        [DatasetKind::Cifar10, DatasetKind::CelebA, DatasetKind::DigiFace, DatasetKind::ImageFolder];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            DatasetKind::Cifar10 => "cifar10",
+            DatasetKind::CelebA => "celeba",
+            DatasetKind::DigiFace => "digiface",
+            DatasetKind::ImageFolder => "imagefolder",
+        }
+    }
+
+    /// The mean and standard deviation usually used with this dataset:
+    /// CIFAR-10's own statistics, 0.5 for the face sets (as the seed's
+    /// training code), ImageNet's for a generic folder.
+    pub fn default_normalize(self) -> Normalize {
+        let (mean, std) = match self {
+            DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
+            DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
+            DatasetKind::ImageFolder => ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        };
+        match Normalize::new(&mean, &std) {
+            Ok(n) => n,
+            // The constants above are valid; this arm is never taken.
+            Err(_) => Normalize::unit(3),
+        }
+    }
+}
+
+impl fmt::Display for DatasetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown format name.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder")]
+pub struct UnknownDataset(pub String);
+
+impl FromStr for DatasetKind {
+    type Err = UnknownDataset;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DatasetKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| UnknownDataset(s.to_owned()))
+    }
+}
+
+/// Options that apply to some formats only.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenOptions {
+    /// CIFAR-10 split.
+    pub split: Split,
+    /// CelebA options (crop).
+    pub celeba: CelebAOptions,
+    /// DigiFace1M options (class offset).
+    pub digiface: DigiFaceOptions,
+}
+
+/// Opens the dataset of format `kind` at `path` (the folder holding the
+/// format's files).
+pub fn open(kind: DatasetKind, path: &Path, options: &OpenOptions) -> Result<Arc<dyn Dataset>, FormatError> {
+    Ok(match kind {
+        DatasetKind::Cifar10 => Arc::new(Cifar10::open(path, options.split)?),
+        DatasetKind::CelebA => Arc::new(CelebA::open(path, options.celeba)?),
+        DatasetKind::DigiFace => Arc::new(DigiFace::open(path, options.digiface)?),
+        DatasetKind::ImageFolder => Arc::new(ImageFolder::open(path)?),
+    })
+}

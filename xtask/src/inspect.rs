@@ -1,0 +1,64 @@
+//! `cargo xtask inspect`: one sample as a JSON line, to check our readers
+//! against any other tool.
+
+use adapt_formats::{DatasetKind, OpenOptions, Split};
+use anyhow::Context;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// cifar10, celeba, digiface or imagefolder.
+    #[arg(long)]
+    dataset: DatasetKind,
+    /// The folder holding the format's files.
+    #[arg(long)]
+    path: PathBuf,
+    /// Sample index, in the format's documented order.
+    #[arg(long)]
+    index: usize,
+    /// CIFAR-10 split.
+    #[arg(long, value_enum, default_value = "train")]
+    split: SplitArg,
+    /// Also write the sample's HWC pixel bytes to this file.
+    #[arg(long)]
+    raw_out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum SplitArg {
+    Train,
+    Test,
+}
+
+impl From<SplitArg> for Split {
+    fn from(s: SplitArg) -> Self {
+        match s {
+            SplitArg::Train => Split::Train,
+            SplitArg::Test => Split::Test,
+        }
+    }
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    let options = OpenOptions { split: args.split.into(), ..OpenOptions::default() };
+    let ds = adapt_formats::open(args.dataset, &args.path, &options)?;
+    let sample = ds.get(args.index).with_context(|| format!("sample {}", args.index))?;
+    let hwc = sample.hwc_bytes();
+    let line = serde_json::json!({
+        "index": args.index,
+        "label": sample.label,
+        "shape": [sample.shape.height, sample.shape.width, sample.shape.channels],
+        "sha256": hex(&Sha256::digest(&hwc)),
+        "source": ds.source(args.index),
+    });
+    println!("{line}");
+    if let Some(out) = args.raw_out {
+        std::fs::write(&out, &hwc).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
