@@ -1,1 +1,171 @@
-//! placeholder
+//! The worker-pool data loader: batches from any [`adapt_dataset::Dataset`],
+//! with PyTorch's DataLoader knobs (`num_workers`, `prefetch_factor`,
+//! `pin_memory`, `persistent_workers`) and none of its failure modes.
+//!
+//! It is not a tuner (that is `adapt-tune`) and does not move data to a
+//! device (that is `adapt-transfer`, which plugs in through
+//! [`BufferProvider`]).
+//!
+//! Key design choices:
+//! - Workers are OS threads sharing the dataset through an `Arc`; each builds
+//!   whole batches and collates (normalises) straight into a buffer from a
+//!   pool, returned when the consumer drops the [`Batch`]. No allocation per
+//!   batch in steady state.
+//! - Batches come out in sampler order whatever the worker count: the order
+//!   is a pure function of (seed, epoch, rank, world size) and **no tuning
+//!   knob changes the data**. Tasks go to whichever worker is free (one
+//!   shared queue), not round-robin as PyTorch does, so one slow sample does
+//!   not stall the batches queued behind it on the same worker.
+//! - At most `num_workers × prefetch_factor` batches are in flight, plus the
+//!   one the consumer holds.
+//! - Every failure ends in an error naming the batch (and sample), never in a
+//!   hang or a silently short epoch; dropping an epoch or the loader stops and
+//!   joins its workers.
+//!
+//! ```
+//! use adapt_dataset::{Dataset, Sample, Error};
+//! use adapt_loader::{Loader, LoaderConfig};
+//! use std::sync::Arc;
+//!
+//! struct Tiny;
+//! impl Dataset for Tiny {
+//!     fn len(&self) -> usize { 10 }
+//!     fn get(&self, i: usize) -> Result<Sample, Error> {
+//!         adapt_dataset::check_index(i, 10)?;
+//!         Sample::hwc(vec![i as u8; 12], 2, 2, 3, i as i64)
+//!     }
+//!     fn sample_shape(&self) -> Option<adapt_dataset::Shape> { Some(adapt_dataset::Shape::new(2, 2, 3)) }
+//! }
+//!
+//! let config = LoaderConfig { batch_size: 4, num_workers: 2, ..LoaderConfig::default() };
+//! let mut loader = Loader::new(Arc::new(Tiny), config).unwrap();
+//! let sizes: Vec<usize> = loader.epoch(0).unwrap().map(|b| b.unwrap().len()).collect();
+//! assert_eq!(sizes, [4, 4, 2]);
+//! ```
+
+mod batch;
+mod config;
+mod epoch;
+mod error;
+mod pool;
+mod sampler;
+mod worker;
+
+pub use batch::Batch;
+pub use config::{Distributed, ErrorPolicy, LoaderConfig};
+pub use epoch::Epoch;
+pub use error::LoaderError;
+pub use pool::{BufferProvider, HeapBuffers, HostBuffer};
+pub use sampler::epoch_order;
+
+use adapt_dataset::{Dataset, Normalize, Shape, Transform};
+use pool::BatchPool;
+use std::sync::Arc;
+use worker::{Context, Workers};
+
+/// A data loader over one dataset with one configuration.
+pub struct Loader {
+    ctx: Arc<Context>,
+    config: LoaderConfig,
+    /// The workers kept across epochs when `persistent_workers` is on.
+    persistent: Option<Workers>,
+    next_generation: u64,
+}
+
+impl Loader {
+    /// A loader over `dataset`. Every impossible configuration is an error
+    /// here, not a panic later.
+    pub fn new(dataset: Arc<dyn Dataset>, config: LoaderConfig) -> Result<Self, LoaderError> {
+        Self::with_buffers(dataset, config, None)
+    }
+
+    /// A loader whose pinned buffers (`pin_memory = true`) come from
+    /// `pinned`; without one, pinned means ordinary heap memory, exactly as
+    /// unpinned.
+    pub fn with_buffers(
+        dataset: Arc<dyn Dataset>,
+        config: LoaderConfig,
+        pinned: Option<Arc<dyn BufferProvider>>,
+    ) -> Result<Self, LoaderError> {
+        config.validate(dataset.len())?;
+        let shape = sample_shape(&*dataset, config.transform.as_deref())?;
+        let normalize = match &config.normalize {
+            Some(n) => n.clone(),
+            None => Normalize::unit(shape.channels as usize),
+        };
+        if normalize.channels() != shape.channels as usize {
+            return Err(LoaderError::InvalidConfig(format!(
+                "normalisation has {} channels, samples have {}",
+                normalize.channels(),
+                shape.channels
+            )));
+        }
+        let provider: Arc<dyn BufferProvider> = match (config.pin_memory, pinned) {
+            (true, Some(p)) => p,
+            _ => Arc::new(HeapBuffers),
+        };
+        let pool = BatchPool::new(provider, config.batch_size * shape.len(), config.batch_size, config.max_in_flight() + 1);
+        let ctx = Arc::new(Context {
+            dataset,
+            transform: config.transform.clone(),
+            normalize,
+            shape,
+            pool,
+            policy: config.on_error,
+            live: std::sync::atomic::AtomicUsize::new(0),
+        });
+        let persistent = if config.persistent_workers { Some(Workers::spawn(&ctx, config.num_workers)?) } else { None };
+        Ok(Self { ctx, config, persistent, next_generation: 1 })
+    }
+
+    /// Starts epoch `epoch`: its order is fixed by (seed, epoch, rank, world
+    /// size). Borrowing the loader mutably keeps one epoch at a time, so a
+    /// persistent worker can never serve an old epoch's order.
+    pub fn epoch(&mut self, epoch: u64) -> Result<Epoch<'_>, LoaderError> {
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        Epoch::start(self, epoch, generation)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LoaderConfig {
+        &self.config
+    }
+
+    /// Shape of one sample as batched (after the transform).
+    pub fn sample_shape(&self) -> Shape {
+        self.ctx.shape
+    }
+
+    /// Number of batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.config.batches_per_epoch(self.ctx.dataset.len())
+    }
+
+    /// Bytes of one full batch's f32 data.
+    pub fn batch_bytes(&self) -> usize {
+        self.config.batch_size * self.ctx.shape.len() * std::mem::size_of::<f32>()
+    }
+
+    /// Worker threads alive now: 0 without workers, after an epoch of
+    /// non-persistent workers ends or is dropped, and after the loader is.
+    pub fn live_workers(&self) -> usize {
+        self.ctx.live.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many batch buffers the pool has allocated so far (bounded by the
+    /// in-flight bound plus the batches the consumer keeps).
+    pub fn buffers_allocated(&self) -> usize {
+        self.ctx.pool.allocated()
+    }
+}
+
+fn sample_shape(dataset: &dyn Dataset, transform: Option<&dyn Transform>) -> Result<Shape, LoaderError> {
+    let shape = dataset.sample_shape().ok_or_else(|| {
+        LoaderError::InvalidConfig("the dataset's samples have no fixed shape: add a Resize transform".into())
+    })?;
+    match transform {
+        Some(t) => t.output_shape(shape).map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}"))),
+        None => Ok(shape),
+    }
+}

@@ -1,0 +1,144 @@
+use crate::LoaderError;
+use adapt_dataset::{Normalize, Transform};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What to do with a sample whose read fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// Return the error at its batch's position and end the epoch.
+    #[default]
+    Fail,
+    /// Leave the sample out of its batch and count it
+    /// ([`Batch::skipped`](crate::Batch::skipped), [`Epoch::skipped`](crate::Epoch::skipped)).
+    Skip,
+}
+
+/// One rank of a distributed run, with PyTorch `DistributedSampler`
+/// semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Distributed {
+    /// This process's rank, below `world_size`.
+    pub rank: usize,
+    /// Number of ranks.
+    pub world_size: usize,
+}
+
+/// The loader's configuration: PyTorch's names and defaults.
+#[derive(Clone, Debug)]
+pub struct LoaderConfig {
+    /// Samples per batch (PyTorch default 1).
+    pub batch_size: usize,
+    /// Reshuffle every epoch from (seed, epoch).
+    pub shuffle: bool,
+    /// Drop the last incomplete batch (and, when distributed, trim the
+    /// dataset to a multiple of the world size instead of padding it).
+    pub drop_last: bool,
+    /// Seed of the shuffle.
+    pub seed: u64,
+    /// Split the epoch across ranks.
+    pub distributed: Option<Distributed>,
+    /// Worker threads; 0 loads in the calling thread.
+    pub num_workers: usize,
+    /// Batches in flight per worker; `None` means 2 with workers. Setting it
+    /// with 0 workers is an error, as in PyTorch.
+    pub prefetch_factor: Option<usize>,
+    /// Collate into page-locked buffers (from the provider given to
+    /// [`Loader::with_buffers`](crate::Loader::with_buffers)).
+    pub pin_memory: bool,
+    /// Keep workers and their state across epochs (needs workers).
+    pub persistent_workers: bool,
+    /// How long to wait for one batch before failing; `None` waits forever.
+    pub timeout: Option<Duration>,
+    /// What a failing sample does.
+    pub on_error: ErrorPolicy,
+    /// Applied to each decoded sample before collation.
+    pub transform: Option<Arc<dyn Transform>>,
+    /// Mean/std normalisation; `None` only scales to [0, 1].
+    pub normalize: Option<Normalize>,
+}
+
+impl Default for LoaderConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 1,
+            shuffle: false,
+            drop_last: false,
+            seed: 0,
+            distributed: None,
+            num_workers: 0,
+            prefetch_factor: None,
+            pin_memory: false,
+            persistent_workers: false,
+            timeout: None,
+            on_error: ErrorPolicy::Fail,
+            transform: None,
+            normalize: None,
+        }
+    }
+}
+
+impl LoaderConfig {
+    /// The effective prefetch factor (0 without workers).
+    pub fn effective_prefetch(&self) -> usize {
+        if self.num_workers == 0 { 0 } else { self.prefetch_factor.unwrap_or(2) }
+    }
+
+    /// Batches built ahead of the consumer at most: `num_workers ×
+    /// prefetch_factor` (with 0 workers, the one being built).
+    pub fn max_in_flight(&self) -> usize {
+        (self.num_workers * self.effective_prefetch()).max(1)
+    }
+
+    /// Samples this rank sees per epoch, for a dataset of `len` samples.
+    pub fn samples_per_epoch(&self, len: usize) -> usize {
+        match self.distributed {
+            None => len,
+            Some(d) if self.drop_last => len / d.world_size,
+            Some(d) => len.div_ceil(d.world_size),
+        }
+    }
+
+    /// Batches per epoch, for a dataset of `len` samples.
+    pub fn batches_per_epoch(&self, len: usize) -> usize {
+        let n = self.samples_per_epoch(len);
+        if self.drop_last { n / self.batch_size } else { n.div_ceil(self.batch_size) }
+    }
+
+    /// Rejects impossible values, with PyTorch's rules where PyTorch has one.
+    pub fn validate(&self, len: usize) -> Result<(), LoaderError> {
+        let bad = |m: String| Err(LoaderError::InvalidConfig(m));
+        if self.batch_size == 0 {
+            return bad("batch_size must be at least 1".into());
+        }
+        if self.num_workers == 0 && self.prefetch_factor.is_some() {
+            return bad("prefetch_factor can only be set with num_workers > 0 (as in PyTorch)".into());
+        }
+        if self.prefetch_factor == Some(0) {
+            return bad("prefetch_factor must be at least 1".into());
+        }
+        if self.num_workers == 0 && self.persistent_workers {
+            return bad("persistent_workers needs num_workers > 0 (as in PyTorch)".into());
+        }
+        if let Some(d) = self.distributed {
+            if d.world_size == 0 || d.rank >= d.world_size {
+                return bad(format!("rank {} is not below world_size {}", d.rank, d.world_size));
+            }
+        }
+        if self.timeout == Some(std::time::Duration::ZERO) {
+            return bad("timeout must be positive (None waits forever)".into());
+        }
+        if len == 0 {
+            return bad("the dataset is empty".into());
+        }
+        // Guard the in-flight bound's arithmetic against absurd values.
+        if self.num_workers.checked_mul(self.effective_prefetch()).is_none_or(|n| n > 1 << 24) {
+            return bad(format!(
+                "num_workers {} × prefetch_factor {} is not a usable number of batches in flight",
+                self.num_workers,
+                self.effective_prefetch()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,203 @@
+use crate::worker::{Done, Task, WorkerState, Workers, build, inline_state};
+use crate::{Batch, Loader, LoaderError, epoch_order};
+use crossbeam_channel::RecvTimeoutError;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+enum Source<'a> {
+    /// `num_workers = 0`: batches are built in `next()`.
+    Inline(WorkerState),
+    /// The loader's persistent workers.
+    Persistent(&'a Workers),
+    /// Workers of this epoch only, joined when it ends or is dropped.
+    Owned(Workers),
+}
+
+/// One epoch's batches, in sampler order. After an error the epoch is over
+/// and `next()` returns `None`.
+pub struct Epoch<'a> {
+    loader: &'a Loader,
+    source: Source<'a>,
+    epoch: u64,
+    generation: u64,
+    order: Arc<Vec<usize>>,
+    batches: usize,
+    /// Next batch number to hand out.
+    next_out: usize,
+    /// Next batch number to submit to the workers.
+    next_in: usize,
+    /// Results that arrived ahead of `next_out`, by offset from it.
+    window: VecDeque<Option<Result<Batch, LoaderError>>>,
+    finished: bool,
+    skipped: usize,
+    max_in_flight: usize,
+}
+
+impl<'a> Epoch<'a> {
+    pub(crate) fn start(loader: &'a mut Loader, epoch: u64, generation: u64) -> Result<Self, LoaderError> {
+        let loader: &'a Loader = loader;
+        let config = &loader.config;
+        let order = Arc::new(epoch_order(config, loader.ctx.dataset.len(), epoch));
+        let source = match (&loader.persistent, config.num_workers) {
+            (_, 0) => Source::Inline(inline_state()),
+            (Some(w), _) => Source::Persistent(w),
+            (None, n) => Source::Owned(Workers::spawn(&loader.ctx, n)?),
+        };
+        let batches = loader.batches_per_epoch();
+        let mut e = Self {
+            loader,
+            source,
+            epoch,
+            generation,
+            order,
+            batches,
+            next_out: 0,
+            next_in: 0,
+            window: VecDeque::new(),
+            finished: false,
+            skipped: 0,
+            max_in_flight: 0,
+        };
+        e.fill();
+        Ok(e)
+    }
+
+    /// Number of batches this epoch yields (fewer only when `skip` empties
+    /// a whole batch).
+    pub fn batches(&self) -> usize {
+        self.batches
+    }
+
+    /// Samples skipped so far under the `skip` policy.
+    pub fn skipped(&self) -> usize {
+        self.skipped
+    }
+
+    /// The most batches that were in flight at once so far (never above
+    /// `num_workers × prefetch_factor`).
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+    }
+
+    /// The dataset indices of this epoch, in order.
+    pub fn order(&self) -> &[usize] {
+        &self.order
+    }
+
+    fn workers(&self) -> Option<&Workers> {
+        match &self.source {
+            Source::Inline(_) => None,
+            Source::Persistent(w) => Some(w),
+            Source::Owned(w) => Some(w),
+        }
+    }
+
+    fn task(&self, number: usize) -> Task {
+        let bs = self.loader.config.batch_size;
+        Task {
+            generation: self.generation,
+            epoch: self.epoch,
+            number,
+            order: Arc::clone(&self.order),
+            start: number * bs,
+            end: ((number + 1) * bs).min(self.order.len()),
+        }
+    }
+
+    /// Submits tasks until the in-flight bound or the epoch's end.
+    fn fill(&mut self) {
+        let Some(workers) = self.workers() else { return };
+        let bound = self.loader.config.max_in_flight();
+        let mut submitted = Vec::new();
+        let mut next_in = self.next_in;
+        while next_in < self.batches && next_in - self.next_out < bound {
+            submitted.push(self.task(next_in));
+            next_in += 1;
+        }
+        for t in submitted {
+            // A closed queue shows up as WorkersGone when results are awaited.
+            workers.submit(t);
+        }
+        self.next_in = next_in;
+        self.max_in_flight = self.max_in_flight.max(self.next_in - self.next_out);
+    }
+
+    fn receive(&mut self) -> Result<Batch, LoaderError> {
+        if matches!(self.source, Source::Inline(_)) {
+            let task = self.task(self.next_out);
+            self.max_in_flight = self.max_in_flight.max(1);
+            let Source::Inline(state) = &mut self.source else { unreachable!("checked above") };
+            return build(&self.loader.ctx, state, &task, 0, &|| false);
+        }
+        loop {
+            if let Some(Some(_)) = self.window.front() {
+                if let Some(Some(r)) = self.window.pop_front() {
+                    return r;
+                }
+            }
+            let Some(workers) = self.workers() else { unreachable!("inline handled above") };
+            let got = match self.loader.config.timeout {
+                Some(t) => workers.results.recv_timeout(t).map_err(|e| match e {
+                    RecvTimeoutError::Timeout => {
+                        LoaderError::Timeout { epoch: self.epoch, batch: self.next_out, waited: t }
+                    }
+                    RecvTimeoutError::Disconnected => LoaderError::WorkersGone { epoch: self.epoch, batch: self.next_out },
+                }),
+                None => workers
+                    .results
+                    .recv()
+                    .map_err(|_| LoaderError::WorkersGone { epoch: self.epoch, batch: self.next_out }),
+            };
+            let Done { generation, number, result } = got?;
+            if generation != self.generation || number < self.next_out {
+                continue; // A stale result of an abandoned epoch: its drop recycles the buffer.
+            }
+            let slot = number - self.next_out;
+            if self.window.len() <= slot {
+                self.window.resize_with(slot + 1, || None);
+            }
+            self.window[slot] = Some(result);
+        }
+    }
+}
+
+impl Iterator for Epoch<'_> {
+    type Item = Result<Batch, LoaderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.finished && self.next_out < self.batches {
+            let r = self.receive();
+            self.next_out += 1;
+            self.fill();
+            match r {
+                Ok(b) => {
+                    self.skipped += b.skipped;
+                    if b.is_empty() {
+                        continue; // every sample skipped: nothing to yield
+                    }
+                    return Some(Ok(b));
+                }
+                Err(e) => {
+                    self.finished = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        None
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = if self.finished { 0 } else { self.batches - self.next_out };
+        (0, Some(left))
+    }
+}
+
+impl Drop for Epoch<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.workers() {
+            // Stop building this epoch's batches now; owned workers are then
+            // joined by their own drop.
+            w.cancel(self.generation);
+        }
+    }
+}

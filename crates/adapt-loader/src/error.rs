@@ -1,0 +1,65 @@
+use std::time::Duration;
+
+/// Errors of the loader. Each names the batch (and sample) at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoaderError {
+    /// An impossible configuration, refused at construction.
+    #[error("invalid loader configuration: {0}")]
+    InvalidConfig(String),
+    /// A sample could not be read or transformed.
+    #[error("epoch {epoch}, batch {batch}: sample {index} ({source_name}): {source}")]
+    SampleFailed {
+        /// Epoch.
+        epoch: u64,
+        /// Batch number within the epoch.
+        batch: usize,
+        /// Dataset index of the sample.
+        index: usize,
+        /// Where the sample comes from (file, record).
+        source_name: String,
+        /// The dataset's error.
+        source: adapt_dataset::Error,
+    },
+    /// A worker panicked while building a batch.
+    #[error("epoch {epoch}, batch {batch}: worker {worker} panicked: {message}")]
+    WorkerPanicked {
+        /// Epoch.
+        epoch: u64,
+        /// Batch being built.
+        batch: usize,
+        /// Worker number (0 for the calling thread without workers).
+        worker: usize,
+        /// The panic message.
+        message: String,
+    },
+    /// A batch did not arrive within the timeout.
+    #[error("epoch {epoch}, batch {batch} did not arrive within {waited:?}")]
+    Timeout {
+        /// Epoch.
+        epoch: u64,
+        /// The batch waited for.
+        batch: usize,
+        /// How long.
+        waited: Duration,
+    },
+    /// Every worker is gone while batches were still expected.
+    #[error("epoch {epoch}, batch {batch}: the workers exited before delivering it")]
+    WorkersGone {
+        /// Epoch.
+        epoch: u64,
+        /// The batch waited for.
+        batch: usize,
+    },
+    /// A batch buffer could not be allocated (pinned memory exhausted …).
+    #[error("cannot allocate a batch buffer of {bytes} bytes: {message}")]
+    Buffer {
+        /// Size asked for.
+        bytes: usize,
+        /// The provider's message.
+        message: String,
+    },
+    /// A worker thread could not be started.
+    #[error("cannot start worker thread: {0}")]
+    Spawn(std::io::Error),
+}

@@ -1,0 +1,82 @@
+//! The order of an epoch: sequential or shuffled from (seed, epoch), then
+//! split across ranks as PyTorch's `DistributedSampler` does.
+
+use crate::LoaderConfig;
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The dataset indices this rank visits in `epoch`, in order. A pure
+/// function of the configuration's seed, shuffle, drop_last and rank/world
+/// size, the dataset length and the epoch: no other knob enters.
+pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    if config.shuffle {
+        shuffle(&mut order, config.seed, epoch);
+    }
+    let Some(d) = config.distributed else { return order };
+    let per_rank = config.samples_per_epoch(len);
+    let total = per_rank * d.world_size;
+    if total <= len {
+        order.truncate(total);
+    } else {
+        // Pad by repeating from the start (as often as needed).
+        let mut i = 0;
+        while order.len() < total {
+            order.push(order[i]);
+            i += 1;
+        }
+    }
+    order.into_iter().skip(d.rank).step_by(d.world_size).collect()
+}
+
+/// Fisher–Yates over a ChaCha8 stream keyed by (seed, epoch). The bounded
+/// draw is written out (multiply-shift) so the order depends only on the
+/// ChaCha stream, not on a rand release's sampling algorithm.
+fn shuffle(order: &mut [usize], seed: u64, epoch: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(epoch);
+    for i in (1..order.len()).rev() {
+        let j = ((u128::from(rng.next_u64()) * (i as u128 + 1)) >> 64) as usize;
+        order.swap(i, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Distributed;
+
+    fn cfg(shuffle: bool, drop_last: bool, d: Option<(usize, usize)>) -> LoaderConfig {
+        LoaderConfig {
+            shuffle,
+            drop_last,
+            seed: 3,
+            distributed: d.map(|(rank, world_size)| Distributed { rank, world_size }),
+            ..LoaderConfig::default()
+        }
+    }
+
+    #[test]
+    fn sequential_and_shuffled() {
+        assert_eq!(epoch_order(&cfg(false, false, None), 5, 0), [0, 1, 2, 3, 4]);
+        let a = epoch_order(&cfg(true, false, None), 100, 0);
+        let b = epoch_order(&cfg(true, false, None), 100, 1);
+        assert_ne!(a, b, "each epoch reshuffles");
+        assert_eq!(a, epoch_order(&cfg(true, false, None), 100, 0), "and is reproducible");
+        let mut s = a.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn distributed_pads_from_the_start_like_pytorch() {
+        // 5 samples, 3 ranks: padded to 6 with index 0, ranks take 0::3, 1::3, 2::3.
+        let ranks: Vec<Vec<usize>> = (0..3).map(|r| epoch_order(&cfg(false, false, Some((r, 3))), 5, 0)).collect();
+        assert_eq!(ranks, [vec![0, 3], vec![1, 4], vec![2, 0]]);
+        // drop_last trims to 3 instead.
+        let ranks: Vec<Vec<usize>> = (0..3).map(|r| epoch_order(&cfg(false, true, Some((r, 3))), 5, 0)).collect();
+        assert_eq!(ranks, [vec![0], vec![1], vec![2]]);
+        // More ranks than samples: padding repeats the list.
+        assert_eq!(epoch_order(&cfg(false, false, Some((3, 4))), 2, 0), [1]);
+    }
+}

@@ -1,0 +1,222 @@
+//! Building a batch, and the worker threads that do it.
+
+use crate::pool::BatchPool;
+use crate::{Batch, ErrorPolicy, LoaderError};
+use adapt_dataset::{Dataset, Normalize, Sample, Scratch, Shape, Transform};
+use crossbeam_channel::{Receiver, Sender};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+/// What every worker shares (by `Arc`, never copied).
+pub(crate) struct Context {
+    pub(crate) dataset: Arc<dyn Dataset>,
+    pub(crate) transform: Option<Arc<dyn Transform>>,
+    pub(crate) normalize: Normalize,
+    pub(crate) shape: Shape,
+    pub(crate) pool: Arc<BatchPool>,
+    pub(crate) policy: ErrorPolicy,
+    /// Worker threads running now (for shutdown checks).
+    pub(crate) live: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts a worker as live for as long as it exists.
+struct LiveGuard<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for LiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Per-worker state, kept across epochs by persistent workers.
+#[derive(Default)]
+pub(crate) struct WorkerState {
+    sample: Sample,
+    scratch: Scratch,
+}
+
+/// One batch to build: a slice of the epoch's order.
+pub(crate) struct Task {
+    pub(crate) generation: u64,
+    pub(crate) epoch: u64,
+    pub(crate) number: usize,
+    pub(crate) order: Arc<Vec<usize>>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// A built batch (or its error), tagged with the epoch generation it
+/// belongs to so a later epoch can discard stale results.
+pub(crate) struct Done {
+    pub(crate) generation: u64,
+    pub(crate) number: usize,
+    pub(crate) result: Result<Batch, LoaderError>,
+}
+
+/// Builds one batch, turning a panic into an error.
+pub(crate) fn build(
+    ctx: &Arc<Context>,
+    state: &mut WorkerState,
+    task: &Task,
+    worker: usize,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Batch, LoaderError> {
+    match catch_unwind(AssertUnwindSafe(|| build_inner(ctx, state, task, cancelled))) {
+        Ok(r) => r,
+        Err(payload) => {
+            // The state may be mid-update; start the next batch afresh.
+            *state = WorkerState::default();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".into());
+            Err(LoaderError::WorkerPanicked { epoch: task.epoch, batch: task.number, worker, message })
+        }
+    }
+}
+
+fn build_inner(
+    ctx: &Arc<Context>,
+    state: &mut WorkerState,
+    task: &Task,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Batch, LoaderError> {
+    let mut storage = ctx.pool.take()?;
+    let per = ctx.shape.len();
+    let mut skipped = 0;
+    let mut batch = |storage: &mut crate::pool::Storage| -> Result<(), LoaderError> {
+        for &index in &task.order[task.start..task.end] {
+            if cancelled() {
+                break;
+            }
+            let fail = |source| LoaderError::SampleFailed {
+                epoch: task.epoch,
+                batch: task.number,
+                index,
+                source_name: ctx.dataset.source(index),
+                source,
+            };
+            let read = read_one(ctx, state, index);
+            if let Err(e) = read {
+                match ctx.policy {
+                    ErrorPolicy::Fail => return Err(fail(e)),
+                    ErrorPolicy::Skip => {
+                        skipped += 1;
+                        continue;
+                    }
+                }
+            }
+            let j = storage.labels.len();
+            let out = &mut storage.data.as_mut_slice()[j * per..(j + 1) * per];
+            ctx.normalize.write_chw(&state.sample, out).map_err(fail)?;
+            storage.labels.push(state.sample.label);
+            storage.indices.push(index);
+        }
+        Ok(())
+    };
+    let result = batch(&mut storage);
+    let built = Batch {
+        epoch: task.epoch,
+        number: task.number,
+        shape: ctx.shape,
+        skipped,
+        storage: Some(storage),
+        pool: Arc::clone(&ctx.pool),
+    };
+    // On error the storage goes back to the pool with `built`'s drop.
+    result.map(|()| built)
+}
+
+fn read_one(ctx: &Context, state: &mut WorkerState, index: usize) -> Result<(), adapt_dataset::Error> {
+    ctx.dataset.get_into(index, &mut state.sample)?;
+    if let Some(t) = &ctx.transform {
+        t.apply(&mut state.sample, &mut state.scratch)?;
+    }
+    if state.sample.shape != ctx.shape {
+        return Err(adapt_dataset::Error::ShapeMismatch {
+            shape: ctx.shape,
+            expected: ctx.shape.len(),
+            got: state.sample.pixels.len(),
+        });
+    }
+    Ok(())
+}
+
+/// A set of worker threads fed from one task queue.
+pub(crate) struct Workers {
+    tasks: Option<Sender<Task>>,
+    pub(crate) results: Receiver<Done>,
+    /// Tasks of generations up to this one are dropped unbuilt.
+    cancelled: Arc<AtomicU64>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    pub(crate) fn spawn(ctx: &Arc<Context>, n: usize) -> Result<Self, LoaderError> {
+        let (task_tx, task_rx) = crossbeam_channel::unbounded::<Task>();
+        let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
+        let cancelled = Arc::new(AtomicU64::new(0));
+        let mut workers = Self { tasks: Some(task_tx), results: done_rx, cancelled, handles: Vec::with_capacity(n) };
+        for w in 0..n {
+            let (ctx, rx, tx, cancelled) =
+                (Arc::clone(ctx), task_rx.clone(), done_tx.clone(), Arc::clone(&workers.cancelled));
+            let handle = std::thread::Builder::new()
+                .name(format!("adapt-worker-{w}"))
+                .spawn(move || worker_loop(&ctx, w, &rx, &tx, &cancelled))
+                // Dropping `workers` on this error joins the ones started.
+                .map_err(LoaderError::Spawn)?;
+            workers.handles.push(handle);
+        }
+        Ok(workers)
+    }
+
+    pub(crate) fn submit(&self, task: Task) -> bool {
+        self.tasks.as_ref().is_some_and(|t| t.send(task).is_ok())
+    }
+
+    /// Makes workers drop, unbuilt or half-built, every task of this
+    /// generation and older.
+    pub(crate) fn cancel(&self, generation: u64) {
+        self.cancelled.fetch_max(generation, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.cancel(u64::MAX);
+        // Closing the queue ends each worker's loop after its current sample.
+        self.tasks = None;
+        for h in self.handles.drain(..) {
+            // A worker's panics are caught per batch; a join error cannot
+            // carry anything we could still report.
+            let _ = h.join();
+        }
+    }
+}
+
+fn worker_loop(ctx: &Arc<Context>, worker: usize, tasks: &Receiver<Task>, done: &Sender<Done>, cancelled: &AtomicU64) {
+    ctx.live.fetch_add(1, Ordering::SeqCst);
+    let _live = LiveGuard(&ctx.live);
+    let mut state = WorkerState::default();
+    while let Ok(task) = tasks.recv() {
+        let is_cancelled = || task.generation <= cancelled.load(Ordering::Relaxed);
+        if is_cancelled() {
+            continue;
+        }
+        let result = build(ctx, &mut state, &task, worker, &is_cancelled);
+        if is_cancelled() {
+            continue;
+        }
+        if done.send(Done { generation: task.generation, number: task.number, result }).is_err() {
+            return;
+        }
+    }
+}
+
+/// A worker state for loading in the calling thread.
+pub(crate) fn inline_state() -> WorkerState {
+    WorkerState::default()
+}

@@ -1,0 +1,136 @@
+use adapt_dataset::{Dataset, Error, Sample, Shape};
+use adapt_loader::{BufferProvider, HostBuffer, Loader, LoaderConfig, LoaderError};
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An in-memory dataset whose pixels are a function of the index, with
+/// failures, panics and delays where a test wants them.
+#[derive(Default)]
+pub struct Synthetic {
+    pub len: usize,
+    pub fail: HashSet<usize>,
+    pub panic: HashSet<usize>,
+    pub slow: Option<(usize, Duration)>,
+    pub every_sample: Option<Duration>,
+}
+
+pub const SHAPE: Shape = Shape::new(2, 3, 3);
+
+impl Synthetic {
+    pub fn new(len: usize) -> Self {
+        Self { len, ..Self::default() }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("synthetic failure at {0}")]
+pub struct Boom(pub usize);
+
+impl Dataset for Synthetic {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        adapt_dataset::check_index(index, self.len)?;
+        if let Some(d) = self.every_sample {
+            std::thread::sleep(d);
+        }
+        if let Some((i, d)) = self.slow {
+            if i == index {
+                std::thread::sleep(d);
+            }
+        }
+        if self.fail.contains(&index) {
+            return Err(Error::reader(Boom(index)));
+        }
+        if self.panic.contains(&index) {
+            panic!("sample {index} panics");
+        }
+        let px = (0..SHAPE.len()).map(|k| ((index * 31 + k * 7) % 256) as u8).collect();
+        Sample::hwc(px, SHAPE.height, SHAPE.width, SHAPE.channels, (index % 7) as i64)
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        Some(SHAPE)
+    }
+}
+
+/// A stand-in for pinned memory: a heap buffer that says it is pinned, so
+/// tests see the provider seam used.
+pub struct FakePinned;
+struct FakeBuf(Vec<f32>);
+impl HostBuffer for FakeBuf {
+    fn as_slice(&self) -> &[f32] {
+        &self.0
+    }
+    fn as_mut_slice(&mut self) -> &mut [f32] {
+        &mut self.0
+    }
+    fn is_pinned(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+impl BufferProvider for FakePinned {
+    fn allocate(&self, len: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
+        Ok(Box::new(FakeBuf(vec![f32::NAN; len])))
+    }
+}
+
+/// What an epoch delivered: per batch, data bits, labels and indices.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Stream(pub Vec<(Vec<u32>, Vec<i64>, Vec<usize>)>);
+
+pub fn loader(ds: Arc<dyn Dataset>, config: LoaderConfig) -> Loader {
+    let pinned: Arc<dyn BufferProvider> = Arc::new(FakePinned);
+    Loader::with_buffers(ds, config, Some(pinned)).unwrap()
+}
+
+pub fn run_epoch(loader: &mut Loader, epoch: u64) -> Stream {
+    let pin = loader.config().pin_memory;
+    let bound = loader.config().max_in_flight();
+    let mut e = loader.epoch(epoch).unwrap();
+    let mut out = Vec::new();
+    for b in e.by_ref() {
+        let b = b.unwrap();
+        assert_eq!(b.host_buffer().is_pinned(), pin);
+        out.push((b.data().iter().map(|v| v.to_bits()).collect(), b.labels().to_vec(), b.indices().to_vec()));
+    }
+    assert!(e.max_in_flight() <= bound, "{} in flight > bound {bound}", e.max_in_flight());
+    Stream(out)
+}
+
+/// Every loader configuration of the sweep, labelled like `w4-p8-pin-persist`.
+pub fn sweep(base: &LoaderConfig) -> Vec<(String, LoaderConfig)> {
+    let mut out = Vec::new();
+    for workers in 0..=4 {
+        let prefetches: &[Option<usize>] = if workers == 0 { &[None] } else { &[Some(1), Some(2), Some(4), Some(8)] };
+        for &prefetch in prefetches {
+            for pin in [false, true] {
+                for persist in [false, true] {
+                    if workers == 0 && persist {
+                        continue;
+                    }
+                    let label = format!(
+                        "w{workers}-p{}{}{}",
+                        prefetch.unwrap_or(0),
+                        if pin { "-pin" } else { "" },
+                        if persist { "-persist" } else { "" }
+                    );
+                    let config = LoaderConfig {
+                        num_workers: workers,
+                        prefetch_factor: prefetch,
+                        pin_memory: pin,
+                        persistent_workers: persist,
+                        ..base.clone()
+                    };
+                    out.push((label, config));
+                }
+            }
+        }
+    }
+    out
+}
