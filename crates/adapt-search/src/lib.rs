@@ -1,1 +1,68 @@
-//! placeholder
+//! The ADaPT parameter search: one balanced (AVL) tree per parameter, nested
+//! by priority, each descended coarsely from its root; and the grid search it
+//! is measured against.
+//!
+//! This crate does not know what a data loader is. It is generic over a
+//! [`Space`] of parameters with ordered finite domains and an [`Objective`]
+//! (configuration → cost, lower is better), and is tested on analytic costs
+//! whose optimum is known. `adapt-tune` binds it to real loader runs.
+//!
+//! The reading of the paper it follows (tree shape, priorities, stopping
+//! rule, ties) is `docs/tuning.md`; it adds two things the paper lacks and
+//! keeps both optional so the plain algorithm stays available: a
+//! *refinement* that steps to sorted-order neighbours after the descent, and
+//! a *noise policy* that re-measures close calls and compares medians.
+//!
+//! ```
+//! use adapt_search::{AvlOptions, Config, Objective, Param, Space, TrialError, avl_search};
+//!
+//! struct Bowl;
+//! impl Objective for Bowl {
+//!     fn measure(&mut self, c: &Config) -> Result<f64, TrialError> {
+//!         Ok((c.int(0) - 7).abs() as f64)
+//!     }
+//! }
+//! let space = Space::new(vec![Param::range("x", 1, 15, 1).unwrap()]).unwrap();
+//! let plain = avl_search(&space, &mut Bowl, &AvlOptions::plain());
+//! assert_eq!(plain.best.unwrap().int(0), 8); // the root beats both children: a coarse descent
+//! let refined = avl_search(&space, &mut Bowl, &AvlOptions { refine: true, ..AvlOptions::plain() });
+//! assert_eq!(refined.best.unwrap().int(0), 7);
+//! ```
+
+mod avl;
+mod grid;
+mod param;
+mod runner;
+mod tree;
+
+pub use avl::{AvlOptions, AvlResult, NoisePolicy, Step, avl_search};
+pub use grid::{GridResult, grid_search};
+pub use param::{Config, Param, ParamError, Space, Value};
+pub use runner::{Outcome, Trial};
+pub use tree::Tree;
+
+/// Why a trial produced no cost.
+pub type TrialError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the search minimises.
+pub trait Objective {
+    /// Decides, before running, whether a configuration may run at all (for
+    /// example against a memory budget). An `Err` carries the reason; such a
+    /// configuration is never measured and never chosen.
+    fn feasible(&self, _config: &Config) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Runs one trial: the configuration's cost (seconds, say), or why it
+    /// failed. A failed configuration is never chosen.
+    fn measure(&mut self, config: &Config) -> Result<f64, TrialError>;
+}
+
+impl<O: Objective + ?Sized> Objective for &mut O {
+    fn feasible(&self, config: &Config) -> Result<(), String> {
+        (**self).feasible(config)
+    }
+    fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
+        (**self).measure(config)
+    }
+}

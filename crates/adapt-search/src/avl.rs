@@ -1,0 +1,196 @@
+use crate::runner::Runner;
+use crate::{Config, Objective, Space, Tree, Trial, Value};
+use serde::Serialize;
+use std::time::Duration;
+
+/// Re-measuring close calls.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NoisePolicy {
+    /// Relative cost difference under which two candidates are re-measured;
+    /// 0 turns the policy off (the paper's plain comparisons).
+    pub threshold: f64,
+    /// Measurements per configuration at most (the first included).
+    pub max_repeats: usize,
+}
+
+impl NoisePolicy {
+    /// No re-measuring.
+    pub const OFF: NoisePolicy = NoisePolicy { threshold: 0.0, max_repeats: 1 };
+}
+
+/// How the AVL search runs.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct AvlOptions {
+    /// After the descent, step to sorted-order neighbours per parameter
+    /// while the cost improves (not in the paper).
+    pub refine: bool,
+    /// Re-measure close calls (not in the paper).
+    pub noise: NoisePolicy,
+}
+
+impl AvlOptions {
+    /// The paper's algorithm: no refinement, no re-measuring.
+    pub fn plain() -> Self {
+        Self { refine: false, noise: NoisePolicy::OFF }
+    }
+}
+
+/// A move of the search: at a parameter's tree (or in refinement), the
+/// current value changed, and the best configuration found under it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// Index of the parameter that moved.
+    pub param: usize,
+    /// Its value before.
+    pub from: Value,
+    /// Its value after.
+    pub to: Value,
+    /// The best configuration under the new value.
+    pub config: Config,
+    /// Whether this move came from the refinement rather than the descent.
+    pub refinement: bool,
+}
+
+/// The outcome of an AVL search.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AvlResult {
+    /// The chosen configuration (canonical). `None` when every trial was
+    /// infeasible or failed.
+    pub best: Option<Config>,
+    /// Its cost (median of its measurements); +inf when nothing ran.
+    pub cost: f64,
+    /// Objective runs, repeats included.
+    pub trials: usize,
+    /// Objective runs made by the refinement.
+    pub refinement_trials: usize,
+    /// Distinct configurations measured.
+    pub distinct: usize,
+    /// Wall time of the whole search.
+    pub wall: Duration,
+    /// Every trial in order.
+    pub trace: Vec<Trial>,
+    /// Every move the descent (then the refinement) made.
+    pub path: Vec<Step>,
+}
+
+/// Runs the nested AVL-tree search of `space` on `objective`.
+pub fn avl_search<O: Objective + ?Sized>(space: &Space, objective: &mut O, options: &AvlOptions) -> AvlResult {
+    let trees: Vec<Tree> = space.params().iter().map(|p| Tree::new(p.values().len())).collect();
+    let mut s = Search { runner: Runner::new(space, objective), trees, options: *options, path: Vec::new() };
+    let mut fixed = Config(space.params().iter().map(|p| p.values()[0]).collect());
+    let mut best = s.level(0, &mut fixed);
+    let descent_runs = s.runner.runs();
+    if options.refine {
+        best = s.refine(best);
+    }
+    let (best, cost) = s.runner.cost(&best);
+    let runs = s.runner.runs();
+    let distinct = {
+        let mut seen: Vec<&Config> = s.runner.trace.iter().map(|t| &t.config).collect();
+        seen.sort();
+        seen.dedup();
+        seen.len()
+    };
+    AvlResult {
+        best: cost.is_finite().then_some(best),
+        cost,
+        trials: runs,
+        refinement_trials: runs - descent_runs,
+        distinct,
+        wall: s.runner.elapsed(),
+        trace: s.runner.trace,
+        path: s.path,
+    }
+}
+
+struct Search<'a, O: Objective + ?Sized> {
+    runner: Runner<'a, O>,
+    trees: Vec<Tree>,
+    options: AvlOptions,
+    path: Vec<Step>,
+}
+
+impl<O: Objective + ?Sized> Search<'_, O> {
+    fn better(&mut self, a: &Config, b: &Config) -> bool {
+        let n = self.options.noise;
+        self.runner.better(a, b, n.threshold, n.max_repeats.max(1))
+    }
+
+    /// Searches the tree at priority `level` (0 = outermost) with the
+    /// lower-priority values held in `fixed`; returns the best full
+    /// configuration found.
+    fn level(&mut self, level: usize, fixed: &mut Config) -> Config {
+        let param = self.runner.space.priority()[level];
+        let tree = self.trees[param].clone();
+        let mut cur = tree.root();
+        let mut best = self.node(level, param, cur, fixed);
+        loop {
+            let (l, r) = tree.children(cur);
+            let mut winner = None;
+            let mut winner_best = best.clone();
+            for kid in [l, r].into_iter().flatten() {
+                let kid_best = self.node(level, param, kid, fixed);
+                // Strictly better only: ties go to the current node, then to
+                // the left child.
+                if self.better(&kid_best, &winner_best) {
+                    winner = Some(kid);
+                    winner_best = kid_best;
+                }
+            }
+            let Some(kid) = winner else { return best };
+            let values = self.runner.space.params()[param].values();
+            self.path.push(Step {
+                param,
+                from: values[cur],
+                to: values[kid],
+                config: winner_best.clone(),
+                refinement: false,
+            });
+            cur = kid;
+            best = winner_best;
+        }
+    }
+
+    /// The value of one node: a trial at the innermost tree, else the best
+    /// of the higher-priority search below it.
+    fn node(&mut self, level: usize, param: usize, index: usize, fixed: &mut Config) -> Config {
+        fixed.0[param] = self.runner.space.params()[param].values()[index];
+        if level + 1 == self.trees.len() {
+            self.runner.cost(fixed).0
+        } else {
+            self.level(level + 1, fixed)
+        }
+    }
+
+    /// Coordinate moves to sorted-order neighbours, innermost parameter
+    /// first, while any improves.
+    fn refine(&mut self, mut best: Config) -> Config {
+        let space = self.runner.space;
+        let order: Vec<usize> = space.priority().iter().rev().copied().collect();
+        let mut improved = true;
+        while improved {
+            improved = false;
+            for &p in &order {
+                loop {
+                    let values = space.params()[p].values();
+                    let Some(i) = values.iter().position(|v| *v == best.0[p]) else { break };
+                    let mut moved = None;
+                    for j in [i.checked_sub(1), Some(i + 1).filter(|&j| j < values.len())].into_iter().flatten() {
+                        let mut c = best.clone();
+                        c.0[p] = values[j];
+                        let c = self.runner.cost(&c).0;
+                        let current = moved.as_ref().map_or(&best, |(_, m)| m);
+                        if self.better(&c, &current.clone()) {
+                            moved = Some((j, c));
+                        }
+                    }
+                    let Some((j, c)) = moved else { break };
+                    self.path.push(Step { param: p, from: best.0[p], to: values[j], config: c.clone(), refinement: true });
+                    best = c;
+                    improved = true;
+                }
+            }
+        }
+        best
+    }
+}
