@@ -6,6 +6,7 @@
 mod gen_cmd;
 mod inspect;
 mod load;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -24,6 +25,8 @@ enum Verb {
     Inspect(inspect::Args),
     /// Run epochs through the loader and print one JSON line per epoch.
     Load(load::Args),
+    /// Tune the loader's knobs with the ADaPT search (the main job).
+    Tune(tune::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,6 +34,7 @@ fn main() -> anyhow::Result<()> {
         Verb::Gen(a) => gen_cmd::run(a),
         Verb::Inspect(a) => inspect::run(a),
         Verb::Load(a) => load::run(a),
+        Verb::Tune(a) => tune::run(a),
     }
 }
 

@@ -75,8 +75,7 @@ pub struct AvlResult {
 
 /// Runs the nested AVL-tree search of `space` on `objective`.
 pub fn avl_search<O: Objective + ?Sized>(space: &Space, objective: &mut O, options: &AvlOptions) -> AvlResult {
-    let trees: Vec<Tree> = space.params().iter().map(|p| Tree::new(p.values().len())).collect();
-    let mut s = Search { runner: Runner::new(space, objective), trees, options: *options, path: Vec::new() };
+    let mut s = Search { runner: Runner::new(space, objective), options: *options, path: Vec::new() };
     let mut fixed = Config(space.params().iter().map(|p| p.values()[0]).collect());
     let mut best = s.level(0, &mut fixed);
     let descent_runs = s.runner.runs();
@@ -105,7 +104,6 @@ pub fn avl_search<O: Objective + ?Sized>(space: &Space, objective: &mut O, optio
 
 struct Search<'a, O: Objective + ?Sized> {
     runner: Runner<'a, O>,
-    trees: Vec<Tree>,
     options: AvlOptions,
     path: Vec<Step>,
 }
@@ -119,17 +117,27 @@ impl<O: Objective + ?Sized> Search<'_, O> {
     /// Searches the tree at priority `level` (0 = outermost) with the
     /// lower-priority values held in `fixed`; returns the best full
     /// configuration found.
+    ///
+    /// The tree is built over the values that have at least one feasible
+    /// completion in this context (a predicate check, no trial), so a
+    /// memory budget shrinks trees instead of walling off their roots.
     fn level(&mut self, level: usize, fixed: &mut Config) -> Config {
         let param = self.runner.space.priority()[level];
-        let tree = self.trees[param].clone();
+        let domain = self.feasible_values(level, param, fixed);
+        if domain.is_empty() {
+            // Nothing here can run: the caller sees an unusable configuration.
+            return self.runner.cost(fixed).0;
+        }
+        let tree = Tree::new(domain.len());
         let mut cur = tree.root();
-        let mut best = self.node(level, param, cur, fixed);
+        let mut best = self.node(level, param, domain[cur], fixed);
         loop {
             let (l, r) = tree.children(cur);
+            let kids: Vec<usize> = [l, r].into_iter().flatten().collect();
             let mut winner = None;
             let mut winner_best = best.clone();
-            for kid in [l, r].into_iter().flatten() {
-                let kid_best = self.node(level, param, kid, fixed);
+            for &kid in &kids {
+                let kid_best = self.node(level, param, domain[kid], fixed);
                 // Strictly better only: ties go to the current node, then to
                 // the left child.
                 if self.better(&kid_best, &winner_best) {
@@ -137,12 +145,20 @@ impl<O: Objective + ?Sized> Search<'_, O> {
                     winner_best = kid_best;
                 }
             }
+            if winner.is_none() && !self.runner.cost(&best).1.is_finite() {
+                // An unusable node (its trial failed) has no cost to stop on:
+                // keep descending, towards the lower values.
+                if let Some(&first) = kids.first() {
+                    winner = Some(first);
+                    winner_best = self.node(level, param, domain[first], fixed);
+                }
+            }
             let Some(kid) = winner else { return best };
             let values = self.runner.space.params()[param].values();
             self.path.push(Step {
                 param,
-                from: values[cur],
-                to: values[kid],
+                from: values[domain[cur]],
+                to: values[domain[kid]],
                 config: winner_best.clone(),
                 refinement: false,
             });
@@ -151,11 +167,37 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         }
     }
 
+    /// Domain indices of `param` with a feasible completion over the
+    /// higher-priority parameters, given the lower-priority ones in `fixed`.
+    fn feasible_values(&self, level: usize, param: usize, fixed: &Config) -> Vec<usize> {
+        let space = self.runner.space;
+        let inner: Vec<usize> = space.priority()[level + 1..].to_vec();
+        let mut probe = fixed.clone();
+        (0..space.params()[param].values().len())
+            .filter(|&i| {
+                probe.0[param] = space.params()[param].values()[i];
+                self.any_feasible(&inner, &mut probe)
+            })
+            .collect()
+    }
+
+    fn any_feasible(&self, inner: &[usize], probe: &mut Config) -> bool {
+        let Some((&p, rest)) = inner.split_first() else { return self.runner.feasible(probe) };
+        let values = self.runner.space.params()[p].values();
+        let saved = probe.0[p];
+        let found = values.iter().any(|v| {
+            probe.0[p] = *v;
+            self.any_feasible(rest, probe)
+        });
+        probe.0[p] = saved;
+        found
+    }
+
     /// The value of one node: a trial at the innermost tree, else the best
     /// of the higher-priority search below it.
     fn node(&mut self, level: usize, param: usize, index: usize, fixed: &mut Config) -> Config {
         fixed.0[param] = self.runner.space.params()[param].values()[index];
-        if level + 1 == self.trees.len() {
+        if level + 1 == self.runner.space.params().len() {
             self.runner.cost(fixed).0
         } else {
             self.level(level + 1, fixed)

@@ -113,6 +113,11 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         (c, cost)
     }
 
+    /// Whether the canonical form of `config` may run (no trial is made).
+    pub(crate) fn feasible(&self, config: &Config) -> bool {
+        self.objective.feasible(&self.space.canonicalize(config)).is_ok()
+    }
+
     fn repeats(&self, c: &Config) -> usize {
         match self.memo.get(c) {
             Some(Record::Costs(v)) => v.len(),

@@ -1,0 +1,36 @@
+//! The tuner: ADaPT end to end. It binds the loader (`adapt-loader`) to the
+//! search (`adapt-search`): a monitor that runs one loader configuration and
+//! times it, the machine-aware space of the four knobs with a memory budget,
+//! the comparison the paper's Table 1 makes (default, recommended, grid
+//! optimum, ADaPT's pick), profiles that save a tuned configuration for
+//! reuse, tuning of an external command by its wall time, and offline replay
+//! of recorded grids.
+//!
+//! It is not a loader and not a search algorithm; it only decides what to
+//! measure and how to report it. The key choice is that a trial is short but
+//! still contains what each knob changes: worker start-up and two epoch
+//! boundaries over a fixed random subset (so `persistent_workers` matters),
+//! after an explicit warm-up pass; `docs/tuning.md` records how the trial
+//! length was chosen.
+
+mod command;
+mod error;
+mod machine;
+mod monitor;
+mod plot;
+mod profile;
+mod replay;
+mod report;
+mod space;
+mod tuner;
+
+pub use command::CommandObjective;
+pub use error::TuneError;
+pub use machine::Machine;
+pub use monitor::{LoaderObjective, Subset, TrialSpec};
+pub use plot::write_svg;
+pub use profile::{Profile, ProfileEntry, ProfileKey};
+pub use replay::{ReplayStats, replay};
+pub use report::{ConfigTime, Report, RunReport, SearchCost};
+pub use space::{Budget, Knobs, KnobSpace};
+pub use tuner::{DatasetChoice, Strategy, TuneOptions, dataset_fingerprint, open_dataset, run, tune_command};

@@ -1,0 +1,159 @@
+//! The monitor: one trial runs the loader with one configuration over a
+//! fixed random subset for several epochs and reports the wall time of the
+//! whole path the paper measures (start-up, load, transform, collate; on
+//! the host backend there is no transfer).
+
+use crate::{KnobSpace, Knobs, TuneError};
+use adapt_dataset::{Dataset, Error, Sample, Shape};
+use adapt_loader::{Loader, LoaderConfig, LoaderError};
+use adapt_search::{Config, Objective, TrialError};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How long a trial is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialSpec {
+    /// Samples in the trial's subset (the whole dataset when larger).
+    pub samples: usize,
+    /// Epochs over the subset; at least 2, so an epoch boundary (where
+    /// `persistent_workers` matters) is inside every trial.
+    pub epochs: u64,
+    /// Seed of the subset and of the shuffle.
+    pub seed: u64,
+}
+
+impl Default for TrialSpec {
+    /// 8,192 samples × 2 epochs (see `docs/tuning.md` for why).
+    fn default() -> Self {
+        Self { samples: 8192, epochs: 2, seed: 0 }
+    }
+}
+
+/// A fixed subset of a dataset, in a given order (shares the data).
+pub struct Subset {
+    inner: Arc<dyn Dataset>,
+    indices: Vec<usize>,
+}
+
+impl Subset {
+    /// `n` indices of `inner` drawn without replacement from `seed` (all of
+    /// them, in order, when `n` ≥ its length).
+    pub fn random(inner: Arc<dyn Dataset>, n: usize, seed: u64) -> Self {
+        let len = inner.len();
+        let mut indices: Vec<usize> = (0..len).collect();
+        if n < len {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_5b5e_7000_0000);
+            for i in 0..n {
+                let j = i + ((u128::from(rng.next_u64()) * (len - i) as u128) >> 64) as usize;
+                indices.swap(i, j);
+            }
+            indices.truncate(n);
+            indices.sort_unstable();
+        }
+        Self { inner, indices }
+    }
+}
+
+impl Dataset for Subset {
+    fn len(&self) -> usize {
+        self.indices.len()
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        adapt_dataset::check_index(index, self.indices.len())?;
+        self.inner.get(self.indices[index])
+    }
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        adapt_dataset::check_index(index, self.indices.len())?;
+        self.inner.get_into(self.indices[index], out)
+    }
+    fn source(&self, index: usize) -> String {
+        self.indices.get(index).map_or_else(|| format!("subset index {index}"), |&i| self.inner.source(i))
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        self.inner.sample_shape()
+    }
+    fn num_classes(&self) -> Option<usize> {
+        self.inner.num_classes()
+    }
+}
+
+/// Runs `epochs` epochs of `dataset` with `knobs` on `base` and returns the
+/// wall seconds, loader construction (worker start-up) included.
+pub fn time_loader(dataset: &Arc<dyn Dataset>, base: &LoaderConfig, knobs: &Knobs, epochs: u64) -> Result<f64, LoaderError> {
+    let mut config = base.clone();
+    knobs.apply(&mut config);
+    let start = Instant::now();
+    let mut loader = Loader::new(Arc::clone(dataset), config)?;
+    let mut checksum = 0.0f32;
+    for e in 0..epochs {
+        for batch in loader.epoch(e)? {
+            let batch = batch?;
+            // Touch the batch as a consumer would (one value per sample).
+            checksum += batch.data().iter().step_by(batch.data().len() / batch.len().max(1)).sum::<f32>();
+        }
+    }
+    drop(loader);
+    std::hint::black_box(checksum);
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// The objective the search minimises: seconds of one trial.
+pub struct LoaderObjective {
+    subset: Arc<dyn Dataset>,
+    base: LoaderConfig,
+    spec: TrialSpec,
+    on_trial: Option<Box<dyn FnMut(&Knobs, Option<f64>)>>,
+}
+
+impl LoaderObjective {
+    /// Trials over a random subset of `dataset` with `base`'s batch size,
+    /// shuffle, normalisation and transform.
+    pub fn new(dataset: Arc<dyn Dataset>, base: LoaderConfig, spec: TrialSpec) -> Result<Self, TuneError> {
+        if spec.epochs < 2 {
+            return Err(TuneError::InvalidOption("a trial needs at least 2 epochs (to include an epoch boundary)".into()));
+        }
+        if spec.samples == 0 {
+            return Err(TuneError::InvalidOption("a trial needs at least one sample".into()));
+        }
+        let subset: Arc<dyn Dataset> = Arc::new(Subset::random(dataset, spec.samples, spec.seed));
+        Ok(Self { subset, base, spec, on_trial: None })
+    }
+
+    /// Calls `f` after every trial (for a progress display).
+    #[must_use]
+    pub fn on_trial(mut self, f: impl FnMut(&Knobs, Option<f64>) + 'static) -> Self {
+        self.on_trial = Some(Box::new(f));
+        self
+    }
+
+    /// One pass over the subset without workers, timed and thrown away: it
+    /// fills the page cache and the allocator, so the first trial is not
+    /// charged for them.
+    pub fn warm_up(&self) -> Result<f64, TuneError> {
+        Ok(time_loader(&self.subset, &self.base, &Knobs::DEFAULT, 1)?)
+    }
+
+    /// The subset trials run on.
+    pub fn subset(&self) -> &Arc<dyn Dataset> {
+        &self.subset
+    }
+
+    /// The trial length.
+    pub fn spec(&self) -> TrialSpec {
+        self.spec
+    }
+}
+
+impl Objective for LoaderObjective {
+    fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
+        let knobs = KnobSpace::knobs(config);
+        let r = time_loader(&self.subset, &self.base, &knobs, self.spec.epochs);
+        if let Some(f) = &mut self.on_trial {
+            f(&knobs, r.as_ref().ok().copied());
+        }
+        Ok(r?)
+    }
+}

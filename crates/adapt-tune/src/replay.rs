@@ -1,0 +1,93 @@
+//! Offline evaluation: search strategies run against a grid recorded in an
+//! earlier report instead of the loader, optionally with seeded noise.
+
+use crate::{KnobSpace, Knobs, Report, TuneError};
+use adapt_search::{AvlOptions, Config, Objective, TrialError, avl_search};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// How one strategy fared on one recorded grid over many seeds.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReplayStats {
+    /// Batch size of the recorded run.
+    pub batch_size: usize,
+    /// `plain` or `refined+noise` (or the caller's label).
+    pub strategy: String,
+    /// Seeds run.
+    pub seeds: usize,
+    /// Fraction of seeds whose pick's recorded cost is within 5% of the
+    /// recorded optimum.
+    pub within_5_percent: f64,
+    /// Fraction whose pick is the recorded optimum.
+    pub exact: f64,
+    /// Mean objective runs.
+    pub mean_trials: f64,
+    /// Size of the recorded grid.
+    pub grid_size: usize,
+}
+
+struct Recorded<'a> {
+    costs: &'a HashMap<Knobs, f64>,
+    noise: f64,
+    rng: ChaCha8Rng,
+}
+
+impl Objective for Recorded<'_> {
+    fn feasible(&self, config: &Config) -> Result<(), String> {
+        if self.costs.contains_key(&KnobSpace::knobs(config)) { Ok(()) } else { Err("not in the recorded grid".into()) }
+    }
+    fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
+        let c = self.costs.get(&KnobSpace::knobs(config)).copied().ok_or("not recorded")?;
+        let m = if self.noise > 0.0 { self.rng.random_range(1.0 - self.noise..1.0 + self.noise) } else { 1.0 };
+        Ok(c * m)
+    }
+}
+
+/// Runs each `(label, options)` over `seeds` seeds on every recorded grid of
+/// `report`, with a multiplicative noise of ±`noise` (0 = none).
+pub fn replay(report: &Report, strategies: &[(&str, AvlOptions)], seeds: usize, noise: f64) -> Result<Vec<ReplayStats>, TuneError> {
+    let mut out = Vec::new();
+    for run in &report.runs {
+        if run.grid.is_empty() {
+            return Err(TuneError::InvalidOption(format!(
+                "the report has no recorded grid for batch size {} (tune with --strategy grid or both)",
+                run.batch_size
+            )));
+        }
+        let costs: HashMap<Knobs, f64> = run.grid.iter().filter(|c| c.seconds.is_finite()).map(|c| (c.config, c.seconds)).collect();
+        let best = costs.values().copied().fold(f64::INFINITY, f64::min);
+        let workers: Vec<i64> = {
+            let mut w: Vec<i64> = costs.keys().map(|k| k.num_workers as i64).collect();
+            w.sort_unstable();
+            w.dedup();
+            w
+        };
+        let cuda = costs.keys().any(|k| k.pin_memory);
+        let space = KnobSpace::with_domains(workers, cuda);
+        for (label, options) in strategies {
+            let (mut within, mut exact, mut trials) = (0usize, 0usize, 0usize);
+            for seed in 0..seeds {
+                let mut obj = Recorded { costs: &costs, noise, rng: ChaCha8Rng::seed_from_u64(seed as u64) };
+                let r = avl_search(space.space(), &mut obj, options);
+                trials += r.trials;
+                if let Some(pick) = r.best {
+                    let c = costs.get(&KnobSpace::knobs(&pick)).copied().unwrap_or(f64::INFINITY);
+                    within += usize::from(c <= best * 1.05);
+                    exact += usize::from(c == best);
+                }
+            }
+            out.push(ReplayStats {
+                batch_size: run.batch_size,
+                strategy: (*label).to_owned(),
+                seeds,
+                within_5_percent: within as f64 / seeds as f64,
+                exact: exact as f64 / seeds as f64,
+                mean_trials: trials as f64 / seeds as f64,
+                grid_size: costs.len(),
+            });
+        }
+    }
+    Ok(out)
+}

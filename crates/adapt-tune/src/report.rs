@@ -1,0 +1,174 @@
+//! The tuning report: the paper's Table 1 on this machine, plus the trace.
+
+use crate::{Knobs, Machine, TrialSpec};
+use serde::{Deserialize, Serialize};
+
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+/// A configuration and its measured time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigTime {
+    /// The knobs.
+    pub config: Knobs,
+    /// Median seconds of the final comparison (or the trial cost where so
+    /// labelled); infinite (null in JSON) when it failed.
+    #[serde(deserialize_with = "null_as_infinity")]
+    pub seconds: f64,
+}
+
+/// What a search cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchCost {
+    /// Objective runs (repeats included).
+    pub trials: usize,
+    /// Wall seconds of the search.
+    pub seconds: f64,
+}
+
+/// The searches' costs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Searches {
+    /// The AVL search (absent when the pick came from a profile).
+    pub avl: Option<SearchCost>,
+    /// The grid search, when run.
+    pub grid: Option<SearchCost>,
+    /// Grid wall time over AVL wall time.
+    pub grid_over_avl: Option<f64>,
+}
+
+/// One trial in the report's trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceEntry {
+    /// `avl` or `grid`.
+    pub strategy: String,
+    /// The knobs.
+    pub config: Knobs,
+    /// Seconds, absent when the trial was infeasible or failed.
+    pub seconds: Option<f64>,
+    /// Why there is no time.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub note: Option<String>,
+    /// 1 for a first measurement, 2+ for repeats.
+    pub repeat: usize,
+}
+
+/// Results for one batch size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Batch size.
+    pub batch_size: usize,
+    /// PyTorch's defaults (no workers).
+    pub default: ConfigTime,
+    /// Half the cores, prefetch 2.
+    pub recommended: ConfigTime,
+    /// Best of the grid, when the grid ran.
+    pub optimal: Option<ConfigTime>,
+    /// ADaPT's pick.
+    pub adapt: ConfigTime,
+    /// Where the pick came from: `avl` or `profile`.
+    pub adapt_source: String,
+    /// Rank of ADaPT's pick in the grid (1 = best), when the grid ran.
+    pub adapt_rank: Option<usize>,
+    /// Canonical configurations in the space (the grid's size).
+    pub grid_size: usize,
+    /// Configurations the memory budget pruned.
+    pub pruned: usize,
+    /// `default.seconds / adapt.seconds`.
+    pub speedup_vs_default: f64,
+    /// `recommended.seconds / adapt.seconds`.
+    pub speedup_vs_recommended: f64,
+    /// `adapt.seconds / optimal.seconds`, when the grid ran.
+    pub adapt_over_optimal: Option<f64>,
+    /// Search costs.
+    pub search: Searches,
+    /// The grid's trial costs, best first (for `--replay`).
+    pub grid: Vec<ConfigTime>,
+    /// The AVL search's moves, in order (configuration after each move).
+    pub avl_path: Vec<Knobs>,
+    /// Every trial, in order.
+    pub trace: Vec<TraceEntry>,
+    /// Contenders that failed in the final comparison (their time is
+    /// infinite, written as null).
+    #[serde(default)]
+    pub failures: Vec<String>,
+}
+
+/// A whole tuning report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The machine.
+    pub machine: Machine,
+    /// The dataset: kind, path, samples, sample shape, fingerprint.
+    pub dataset: serde_json::Value,
+    /// Trial length.
+    pub trial: TrialSpec,
+    /// Memory budget, bytes.
+    pub budget_bytes: u64,
+    /// Repeats of the final comparison (medians reported).
+    pub final_repeats: usize,
+    /// Samples per epoch of the final comparison, 2 epochs each.
+    pub final_samples: usize,
+    /// Knobs fixed for lack of hardware, and other remarks.
+    pub notes: Vec<String>,
+    /// Per batch size.
+    pub runs: Vec<RunReport>,
+}
+
+impl Report {
+    /// The human table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let m = &self.machine;
+        s += &format!(
+            "machine: {} cores, {:.1} GiB, GPU: {}\n",
+            m.cores,
+            m.memory_bytes as f64 / (1u64 << 30) as f64,
+            m.gpu.as_deref().unwrap_or("none (host backend)")
+        );
+        s += &format!("dataset: {}\n", self.dataset);
+        for n in &self.notes {
+            s += &format!("note: {n}\n");
+        }
+        s += &format!(
+            "final comparison: 2 epochs of {} samples, median of {} runs\n",
+            self.final_samples, self.final_repeats
+        );
+        for r in &self.runs {
+            s += &format!("\nbatch size {}\n", r.batch_size);
+            s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
+            let row = |name: &str, c: &ConfigTime| format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config);
+            s += &row("default", &r.default);
+            s += &row("recommended", &r.recommended);
+            if let Some(o) = &r.optimal {
+                s += &row("optimal", o);
+            }
+            s += &row(&format!("adapt ({})", r.adapt_source), &r.adapt);
+            s += &format!(
+                "  speed-up: {:.2}x vs default, {:.2}x vs recommended",
+                r.speedup_vs_default, r.speedup_vs_recommended
+            );
+            if let (Some(rank), Some(ratio)) = (r.adapt_rank, r.adapt_over_optimal) {
+                s += &format!("; rank {rank} of {} in the grid, {:.1}% from the optimum", r.grid_size, (ratio - 1.0) * 100.0);
+            }
+            s += "\n";
+            for f in &r.failures {
+                s += &format!("  failed: {f}\n");
+            }
+            if let Some(a) = &r.search.avl {
+                s += &format!("  search: AVL {} trials in {:.2} s", a.trials, a.seconds);
+                if let Some(g) = &r.search.grid {
+                    s += &format!(
+                        "; grid {} trials in {:.2} s ({:.1}x the AVL time)",
+                        g.trials,
+                        g.seconds,
+                        r.search.grid_over_avl.unwrap_or(f64::NAN)
+                    );
+                }
+                s += &format!("; {} of {} configurations over the memory budget\n", r.pruned, r.grid_size);
+            }
+        }
+        s
+    }
+}

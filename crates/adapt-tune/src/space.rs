@@ -1,0 +1,199 @@
+//! The four knobs as a search space: domains derived from the machine, the
+//! canonical form PyTorch's rules imply, and the memory budget.
+
+use crate::Machine;
+use adapt_loader::LoaderConfig;
+use adapt_search::{Config, Objective, Param, Space, TrialError, Value};
+use serde::{Deserialize, Serialize};
+
+/// Values of the four knobs the paper tunes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Knobs {
+    /// Worker threads (0 = load in the calling thread).
+    pub num_workers: usize,
+    /// Batches in flight per worker (meaningless with 0 workers; reported as 2,
+    /// PyTorch's default).
+    pub prefetch_factor: usize,
+    /// Collate into page-locked memory.
+    pub pin_memory: bool,
+    /// Keep workers across epochs (false with 0 workers).
+    pub persistent_workers: bool,
+}
+
+impl Knobs {
+    /// PyTorch's defaults: no workers.
+    pub const DEFAULT: Knobs = Knobs { num_workers: 0, prefetch_factor: 2, pin_memory: false, persistent_workers: false };
+
+    /// The paper's "recommended" values: half the cores, prefetch 2.
+    pub fn recommended(machine: &Machine) -> Knobs {
+        Knobs { num_workers: (machine.cores / 2).max(1), prefetch_factor: 2, pin_memory: false, persistent_workers: false }
+    }
+
+    /// Sets these knobs on a loader configuration (PyTorch's rules: no
+    /// prefetch factor or persistence without workers).
+    pub fn apply(&self, config: &mut LoaderConfig) {
+        config.num_workers = self.num_workers;
+        config.prefetch_factor = (self.num_workers > 0).then_some(self.prefetch_factor);
+        config.persistent_workers = self.num_workers > 0 && self.persistent_workers;
+        config.pin_memory = self.pin_memory;
+    }
+
+    /// Batches in memory at once: `num_workers × prefetch_factor` in flight
+    /// plus the consumer's one.
+    pub fn batches_in_memory(&self) -> u64 {
+        (self.num_workers as u64 * self.prefetch_factor as u64).max(1) + 1
+    }
+}
+
+impl std::fmt::Display for Knobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "num_workers={} prefetch_factor={} pin_memory={} persistent_workers={}",
+            self.num_workers, self.prefetch_factor, self.pin_memory, self.persistent_workers
+        )
+    }
+}
+
+const NAMES: [&str; 4] = ["num_workers", "prefetch_factor", "pin_memory", "persistent_workers"];
+
+/// The knob space of one machine.
+#[derive(Clone, Debug)]
+pub struct KnobSpace {
+    space: Space,
+    /// Why some knob is fixed (no CUDA device: pin_memory off).
+    pub notes: Vec<String>,
+}
+
+impl KnobSpace {
+    /// num_workers 0 … 2 × cores, prefetch_factor 1 … 2048 in powers of
+    /// two, pin_memory only with a CUDA device, persistent_workers on/off.
+    /// Priority (outermost first): persistent, pin, prefetch, workers.
+    pub fn for_machine(machine: &Machine) -> Self {
+        let max_workers = (2 * machine.cores) as i64;
+        Self::with_domains((0..=max_workers).collect(), machine.gpu.is_some())
+    }
+
+    /// A space over given worker counts (prefetch and booleans as above).
+    pub fn with_domains(workers: Vec<i64>, cuda: bool) -> Self {
+        let mut notes = Vec::new();
+        let pin = if cuda {
+            Param::boolean(NAMES[2])
+        } else {
+            notes.push("pin_memory fixed off: no CUDA device, pinning would only cost time".to_owned());
+            Param::fixed(NAMES[2], Value::Bool(false))
+        };
+        let params = vec![
+            Param::ints(NAMES[0], workers).unwrap_or_else(|_| Param::fixed(NAMES[0], Value::Int(0))),
+            Param::powers_of_two(NAMES[1], 1, 2048).unwrap_or_else(|_| Param::fixed(NAMES[1], Value::Int(2))),
+            pin,
+            Param::boolean(NAMES[3]),
+        ];
+        let space = Space::new(params)
+            .and_then(|s| s.with_priority(&[NAMES[3], NAMES[2], NAMES[1], NAMES[0]]))
+            .unwrap_or_else(|e| unreachable!("fixed names are distinct: {e}"))
+            .with_canonical(|c| {
+                // PyTorch rejects prefetch and persistence without workers:
+                // all such configurations are the one "no workers" configuration.
+                if c.int(0) == 0 {
+                    c.0[1] = Value::Int(2);
+                    c.0[3] = Value::Bool(false);
+                }
+            });
+        Self { space, notes }
+    }
+
+    /// The search space.
+    pub fn space(&self) -> &Space {
+        &self.space
+    }
+
+    /// Knobs of a search configuration.
+    pub fn knobs(config: &Config) -> Knobs {
+        Knobs {
+            num_workers: config.int(0).max(0) as usize,
+            prefetch_factor: config.int(1).max(1) as usize,
+            pin_memory: config.bool(2),
+            persistent_workers: config.bool(3),
+        }
+    }
+
+    /// The search configuration of some knobs (canonical).
+    pub fn config(&self, k: &Knobs) -> Config {
+        self.space.canonicalize(&Config(vec![
+            Value::Int(k.num_workers as i64),
+            Value::Int(k.prefetch_factor as i64),
+            Value::Bool(k.pin_memory),
+            Value::Bool(k.persistent_workers),
+        ]))
+    }
+}
+
+/// A memory budget on what a configuration keeps in memory at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Bytes allowed.
+    pub bytes: u64,
+    /// Bytes of one batch.
+    pub batch_bytes: u64,
+}
+
+impl Budget {
+    /// Bytes a configuration holds at once: `(num_workers × prefetch_factor
+    /// + 1) × batch bytes`. Pinned buffers are these same buffers (workers
+    /// collate straight into them), page-locked, so they count once.
+    pub fn bytes_for(&self, k: &Knobs) -> u64 {
+        k.batches_in_memory().saturating_mul(self.batch_bytes)
+    }
+
+    /// `Err` with the reason when `k` does not fit.
+    pub fn check(&self, k: &Knobs) -> Result<(), String> {
+        let need = self.bytes_for(k);
+        if need <= self.bytes {
+            Ok(())
+        } else {
+            Err(format!("needs {} MiB in flight, budget {} MiB", need >> 20, self.bytes >> 20))
+        }
+    }
+}
+
+/// An objective with the budget's feasibility check in front.
+pub(crate) struct Budgeted<O> {
+    pub(crate) inner: O,
+    pub(crate) budget: Budget,
+}
+
+impl<O: Objective> Objective for Budgeted<O> {
+    fn feasible(&self, config: &Config) -> Result<(), String> {
+        self.budget.check(&KnobSpace::knobs(config))?;
+        self.inner.feasible(config)
+    }
+    fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
+        self.inner.measure(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_cores_give_97_canonical_configurations_without_cuda() {
+        let m = Machine { cores: 2, memory_bytes: 1 << 34, available_bytes: 1 << 33, gpu: None };
+        let s = KnobSpace::for_machine(&m);
+        // 1 (no workers) + 4 workers × 12 prefetch × 2 persistent.
+        assert_eq!(s.space().configurations().len(), 97);
+        assert_eq!(s.notes.len(), 1);
+        let k = Knobs { num_workers: 0, prefetch_factor: 64, pin_memory: false, persistent_workers: true };
+        assert_eq!(KnobSpace::knobs(&s.config(&k)), Knobs::DEFAULT);
+    }
+
+    #[test]
+    fn budget_counts_batches_in_flight_plus_one() {
+        let b = Budget { bytes: 10 * 1000, batch_bytes: 1000 };
+        let k = |w, p| Knobs { num_workers: w, prefetch_factor: p, pin_memory: false, persistent_workers: false };
+        assert!(b.check(&k(4, 2)).is_ok()); // 9 batches
+        assert!(b.check(&k(3, 4)).is_err()); // 13 batches
+        assert!(b.check(&k(0, 2)).is_ok()); // 2 batches
+    }
+}
