@@ -26,7 +26,11 @@ fn cifar(c: &mut Criterion) {
         b.iter(|| {
             for i in 0..n {
                 let (_, px) = ds.record(i).expect("in range");
-                for (ch, (dst, src)) in out.chunks_exact_mut(1024).zip(px.chunks_exact(1024)).enumerate() {
+                for (ch, (dst, src)) in out
+                    .chunks_exact_mut(1024)
+                    .zip(px.chunks_exact(1024))
+                    .enumerate()
+                {
                     let (a, c) = (scale[ch], bias[ch]);
                     for (d, &s) in dst.iter_mut().zip(src) {
                         *d = f32::from(s) * a + c;
@@ -41,7 +45,17 @@ fn cifar(c: &mut Criterion) {
         b.iter(|| {
             for i in 0..n {
                 ds.get_into(i, &mut sample).expect("in range");
-                norm.write_chw(&sample, &mut out).expect("shape");
+                norm.write_chw(sample.view(), &mut out).expect("shape");
+                black_box(&out);
+            }
+        })
+    });
+    // What the loader does: normalise straight from the mapped record.
+    g.bench_function("view_normalise", |b| {
+        b.iter(|| {
+            for i in 0..n {
+                let view = ds.view(i).expect("cifar lends views").expect("in range");
+                norm.write_chw(view, &mut out).expect("shape");
                 black_box(&out);
             }
         })
@@ -77,7 +91,7 @@ fn images(c: &mut Criterion, name: &str, ds: &dyn Dataset, paths: Vec<String>) {
             for i in 0..paths.len() {
                 ds.get_into(i, &mut sample).expect("reads");
                 out.resize(sample.pixels.len(), 0.0);
-                norm.write_chw(&sample, &mut out).expect("shape");
+                norm.write_chw(sample.view(), &mut out).expect("shape");
                 black_box(&out);
             }
         })

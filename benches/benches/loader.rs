@@ -32,28 +32,35 @@ fn epoch(ds: &Arc<dyn Dataset>, batch_size: usize, workers: usize, normalize: &N
 }
 
 fn cifar(c: &mut Criterion) {
-    let ds: Arc<dyn Dataset> = Arc::new(Cifar10::open(&cifar10(), Split::Train).expect("bench data"));
-    let norm = Normalize::new(&[0.4914, 0.4822, 0.4465], &[0.2470, 0.2435, 0.2616]).expect("constants");
+    let ds: Arc<dyn Dataset> =
+        Arc::new(Cifar10::open(&cifar10(), Split::Train).expect("bench data"));
+    let norm =
+        Normalize::new(&[0.4914, 0.4822, 0.4465], &[0.2470, 0.2435, 0.2616]).expect("constants");
     let mut g = c.benchmark_group("loader/cifar10");
     g.throughput(Throughput::Elements(ds.len() as u64));
     for bs in [8, 128, 2048] {
         for w in [0, 1, 2] {
-            g.bench_with_input(BenchmarkId::new(format!("b{bs}"), format!("w{w}_p2")), &(bs, w), |b, &(bs, w)| {
-                b.iter(|| epoch(&ds, bs, w, &norm))
-            });
+            g.bench_with_input(
+                BenchmarkId::new(format!("b{bs}"), format!("w{w}_p2")),
+                &(bs, w),
+                |b, &(bs, w)| b.iter(|| epoch(&ds, bs, w, &norm)),
+            );
         }
     }
     g.finish();
 }
 
 fn faces(c: &mut Criterion) {
-    let ds: Arc<dyn Dataset> = Arc::new(CelebA::open(&celeba(20_000), CelebAOptions::default()).expect("bench data"));
+    let ds: Arc<dyn Dataset> =
+        Arc::new(CelebA::open(&celeba(20_000), CelebAOptions::default()).expect("bench data"));
     let norm = Normalize::new(&[0.5; 3], &[0.5; 3]).expect("constants");
     let mut g = c.benchmark_group("loader/celeba");
     g.throughput(Throughput::Elements(ds.len() as u64));
     g.sample_size(10).measurement_time(Duration::from_secs(30));
     for w in [0, 1, 2] {
-        g.bench_with_input(BenchmarkId::new("b128", format!("w{w}_p2")), &w, |b, &w| b.iter(|| epoch(&ds, 128, w, &norm)));
+        g.bench_with_input(BenchmarkId::new("b128", format!("w{w}_p2")), &w, |b, &w| {
+            b.iter(|| epoch(&ds, 128, w, &norm))
+        });
     }
     g.finish();
 }

@@ -12,14 +12,20 @@ use std::path::PathBuf;
 
 /// `target/bench-data/<name>`.
 pub fn data_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bench-data")
+        .join(name)
 }
 
 /// Full-size synthetic CIFAR-10 (50,000 + 10,000).
 pub fn cifar10() -> PathBuf {
     let dir = data_dir("cifar10");
-    adapt_synth::ensure_cifar10(&dir, adapt_synth::Cifar10Spec::default(), &adapt_synth::no_progress)
-        .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));
+    adapt_synth::ensure_cifar10(
+        &dir,
+        adapt_synth::Cifar10Spec::default(),
+        &adapt_synth::no_progress,
+    )
+    .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));
     dir
 }
 
@@ -28,7 +34,11 @@ pub fn celeba(count: usize) -> PathBuf {
     let dir = data_dir(&format!("celeba-{count}"));
     let ok = CelebA::open(&dir, CelebAOptions::default()).is_ok_and(|d| d.len() == count);
     if !ok {
-        let spec = adapt_synth::CelebASpec { count, identities: (count / 20).max(1), ..Default::default() };
+        let spec = adapt_synth::CelebASpec {
+            count,
+            identities: (count / 20).max(1),
+            ..Default::default()
+        };
         adapt_synth::celeba(&dir, spec, &adapt_synth::no_progress)
             .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));
     }
@@ -38,9 +48,14 @@ pub fn celeba(count: usize) -> PathBuf {
 /// A DigiFace-like set of `classes` × 50 PNGs.
 pub fn digiface(classes: usize) -> PathBuf {
     let dir = data_dir(&format!("digiface-{classes}"));
-    let ok = DigiFace::open(&dir, DigiFaceOptions::default()).is_ok_and(|d| d.len() == classes * 50);
+    let ok =
+        DigiFace::open(&dir, DigiFaceOptions::default()).is_ok_and(|d| d.len() == classes * 50);
     if !ok {
-        let spec = adapt_synth::DigiFaceSpec { classes, per_class: 50, seed: 0 };
+        let spec = adapt_synth::DigiFaceSpec {
+            classes,
+            per_class: 50,
+            seed: 0,
+        };
         adapt_synth::digiface(&dir, spec, &adapt_synth::no_progress)
             .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));
     }

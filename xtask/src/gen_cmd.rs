@@ -29,8 +29,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let (total, what) = match args.dataset {
         DatasetKind::Cifar10 => {
             let spec = match args.count {
-                Some(n) => Cifar10Spec { train: n, test: (n / 5).max(1), seed },
-                None => Cifar10Spec { seed, ..Cifar10Spec::default() },
+                Some(n) => Cifar10Spec {
+                    train: n,
+                    test: (n / 5).max(1),
+                    seed,
+                },
+                None => Cifar10Spec {
+                    seed,
+                    ..Cifar10Spec::default()
+                },
             };
             let bar = crate::progress_bar((spec.train + spec.test) as u64, "cifar10");
             adapt_synth::cifar10(out, spec, &|n| bar.inc(n))?;
@@ -38,7 +45,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             (spec.train + spec.test, "CIFAR-10 records")
         }
         DatasetKind::CelebA => {
-            let mut spec = CelebASpec { seed, ..CelebASpec::default() };
+            let mut spec = CelebASpec {
+                seed,
+                ..CelebASpec::default()
+            };
             if let Some(n) = args.count {
                 spec.count = n;
                 spec.identities = (n / 20).max(1);
@@ -49,7 +59,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             (spec.count, "CelebA images")
         }
         DatasetKind::DigiFace => {
-            let mut spec = DigiFaceSpec { seed, ..DigiFaceSpec::default() };
+            let mut spec = DigiFaceSpec {
+                seed,
+                ..DigiFaceSpec::default()
+            };
             if let Some(n) = args.count {
                 spec.classes = n.div_ceil(spec.per_class).max(1);
             }
@@ -59,9 +72,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             bar.finish();
             (total, "DigiFace1M images")
         }
-        DatasetKind::ImageFolder => bail!("gen writes cifar10, celeba or digiface; an image folder is the user's own"),
+        DatasetKind::ImageFolder => {
+            bail!("gen writes cifar10, celeba or digiface; an image folder is the user's own")
+        }
     };
-    let out = out.canonicalize().with_context(|| format!("{}", out.display()))?;
+    let out = out
+        .canonicalize()
+        .with_context(|| format!("{}", out.display()))?;
     println!("wrote {total} {what} to {}", out.display());
     Ok(())
 }

@@ -41,9 +41,14 @@ impl From<SplitArg> for Split {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let options = OpenOptions { split: args.split.into(), ..OpenOptions::default() };
+    let options = OpenOptions {
+        split: args.split.into(),
+        ..OpenOptions::default()
+    };
     let ds = adapt_formats::open(args.dataset, &args.path, &options)?;
-    let sample = ds.get(args.index).with_context(|| format!("sample {}", args.index))?;
+    let sample = ds
+        .get(args.index)
+        .with_context(|| format!("sample {}", args.index))?;
     let hwc = sample.hwc_bytes();
     let line = serde_json::json!({
         "index": args.index,

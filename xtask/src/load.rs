@@ -46,7 +46,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let options = OpenOptions { split: args.split.into(), ..OpenOptions::default() };
+    let options = OpenOptions {
+        split: args.split.into(),
+        ..OpenOptions::default()
+    };
     let ds = adapt_formats::open(args.dataset, &args.path, &options)?;
     let config = LoaderConfig {
         batch_size: args.batch_size,

@@ -3,6 +3,7 @@
 //! its arguments, makes the library calls and prints; nothing a library user
 //! would need lives only here.
 
+mod bench;
 mod gen_cmd;
 mod inspect;
 mod load;
@@ -25,16 +26,19 @@ enum Verb {
     Inspect(inspect::Args),
     /// Run epochs through the loader and print one JSON line per epoch.
     Load(load::Args),
+    /// Run the criterion benchmarks (formats, loader, search).
+    Bench(bench::Args),
     /// Tune the loader's knobs with the ADaPT search (the main job).
-    Tune(tune::Args),
+    Tune(Box<tune::Args>),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().verb {
         Verb::Gen(a) => gen_cmd::run(a),
+        Verb::Bench(a) => bench::run(a),
         Verb::Inspect(a) => inspect::run(a),
         Verb::Load(a) => load::run(a),
-        Verb::Tune(a) => tune::run(a),
+        Verb::Tune(a) => tune::run(*a),
     }
 }
 
@@ -42,9 +46,11 @@ fn main() -> anyhow::Result<()> {
 pub(crate) fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_message(what.to_owned());
     bar

@@ -27,7 +27,7 @@ pub(crate) struct Args {
     #[arg(long)]
     budget_mem: Option<String>,
     /// Samples per trial epoch (a fixed random subset).
-    #[arg(long, default_value_t = 8192)]
+    #[arg(long, default_value_t = 16_384)]
     trial_samples: usize,
     /// Epochs per trial (at least 2).
     #[arg(long, default_value_t = 2)]
@@ -93,7 +93,9 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
         }
         _ => (s, 1),
     };
-    let n: f64 = num.parse().with_context(|| format!("memory budget {s:?}"))?;
+    let n: f64 = num
+        .parse()
+        .with_context(|| format!("memory budget {s:?}"))?;
     if !(n.is_finite() && n > 0.0) {
         bail!("memory budget {s:?} must be positive");
     }
@@ -105,8 +107,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         return replay(file, args.replay_seeds, args.replay_noise);
     }
     let dataset = match (&args.dataset, &args.path) {
-        (None, None) => DatasetChoice::DefaultCifar10(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10"))),
-        (Some(kind), Some(path)) => DatasetChoice::Named { kind: kind.clone(), path: path.clone() },
+        (None, None) => DatasetChoice::DefaultCifar10(PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../datasets/cifar10"
+        ))),
+        (Some(kind), Some(path)) => DatasetChoice::Named {
+            kind: kind.clone(),
+            path: path.clone(),
+        },
         (Some(_), None) => bail!("--dataset needs --path (the folder holding the dataset's files)"),
         (None, Some(_)) => bail!("--path needs --dataset"),
     };
@@ -119,8 +127,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             StrategyArg::Both => Strategy::Both,
         },
         budget_bytes: args.budget_mem.as_deref().map(parse_bytes).transpose()?,
-        trial: TrialSpec { samples: args.trial_samples, epochs: args.trial_epochs, seed: args.seed },
-        avl: if args.plain { AvlOptions::plain() } else { TuneOptions::default().avl },
+        trial: TrialSpec {
+            samples: args.trial_samples,
+            epochs: args.trial_epochs,
+            seed: args.seed,
+        },
+        avl: if args.plain {
+            AvlOptions::plain()
+        } else {
+            TuneOptions::default().avl
+        },
         final_repeats: args.final_repeats,
         final_samples: args.final_samples,
         profile: args.profile.clone(),
@@ -138,7 +154,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     write_outputs(&report, args.json.as_ref(), args.plot.as_ref())
 }
 
-fn write_outputs(report: &Report, json: Option<&PathBuf>, plot: Option<&PathBuf>) -> anyhow::Result<()> {
+fn write_outputs(
+    report: &Report,
+    json: Option<&PathBuf>,
+    plot: Option<&PathBuf>,
+) -> anyhow::Result<()> {
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(report)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -152,16 +172,31 @@ fn write_outputs(report: &Report, json: Option<&PathBuf>, plot: Option<&PathBuf>
 }
 
 fn replay(file: &PathBuf, seeds: usize, noise: f64) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let report: Report = serde_json::from_str(&text).with_context(|| format!("{} is not a tune report", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let report: Report = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a tune report", file.display()))?;
     let strategies = [
         ("plain", AvlOptions::plain()),
-        ("refined", AvlOptions { refine: true, noise: NoisePolicy::OFF }),
+        (
+            "refined",
+            AvlOptions {
+                refine: true,
+                noise: NoisePolicy::OFF,
+            },
+        ),
         ("refined+noise", TuneOptions::default().avl),
     ];
     let stats = adapt_tune::replay(&report, &strategies, seeds, noise)?;
-    println!("replay of {} over {seeds} seeds, noise ±{:.0}%", file.display(), noise * 100.0);
-    println!("{:>6} {:<14} {:>10} {:>8} {:>8} {:>6}", "batch", "strategy", "within 5%", "optimum", "trials", "grid");
+    println!(
+        "replay of {} over {seeds} seeds, noise ±{:.0}%",
+        file.display(),
+        noise * 100.0
+    );
+    println!(
+        "{:>6} {:<14} {:>10} {:>8} {:>8} {:>6}",
+        "batch", "strategy", "within 5%", "optimum", "trials", "grid"
+    );
     for s in &stats {
         println!(
             "{:>6} {:<14} {:>9.0}% {:>7.0}% {:>8.1} {:>6}",

@@ -1,4 +1,4 @@
-use crate::{Dataset, Error, Sample, Shape};
+use crate::{Dataset, Error, Sample, SampleView, Shape};
 use std::sync::Arc;
 
 /// Several datasets read as one, in order: index `i` of the concatenation is
@@ -30,7 +30,10 @@ impl Concat {
     pub fn locate(&self, index: usize) -> Result<(usize, usize), Error> {
         let part = self.ends.partition_point(|&end| end <= index);
         if part == self.parts.len() {
-            return Err(Error::IndexOutOfRange { index, len: self.len() });
+            return Err(Error::IndexOutOfRange {
+                index,
+                len: self.len(),
+            });
         }
         let start = if part == 0 { 0 } else { self.ends[part - 1] };
         Ok((part, index - start))
@@ -49,6 +52,12 @@ impl Dataset for Concat {
         let (p, i) = self.locate(index)?;
         self.parts[p].get_into(i, out)
     }
+    fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> {
+        match self.locate(index) {
+            Ok((p, i)) => self.parts[p].view(i),
+            Err(e) => Some(Err(e)),
+        }
+    }
     fn source(&self, index: usize) -> String {
         match self.locate(index) {
             Ok((p, i)) => self.parts[p].source(i),
@@ -57,10 +66,16 @@ impl Dataset for Concat {
     }
     fn sample_shape(&self) -> Option<Shape> {
         let first = self.parts.first()?.sample_shape()?;
-        self.parts.iter().all(|p| p.sample_shape() == Some(first)).then_some(first)
+        self.parts
+            .iter()
+            .all(|p| p.sample_shape() == Some(first))
+            .then_some(first)
     }
     fn num_classes(&self) -> Option<usize> {
-        self.parts.iter().map(|p| p.num_classes()).try_fold(0, |m, n| n.map(|n| m.max(n)))
+        self.parts
+            .iter()
+            .map(|p| p.num_classes())
+            .try_fold(0, |m, n| n.map(|n| m.max(n)))
     }
 }
 
@@ -81,14 +96,21 @@ mod tests {
 
     #[test]
     fn maps_indices_at_every_edge() {
-        let c = Concat::new(vec![Arc::new(Range(3, 0)), Arc::new(Range(0, 9)), Arc::new(Range(2, 1))]);
+        let c = Concat::new(vec![
+            Arc::new(Range(3, 0)),
+            Arc::new(Range(0, 9)),
+            Arc::new(Range(2, 1)),
+        ]);
         assert_eq!(c.len(), 5);
         assert_eq!(c.locate(0).unwrap(), (0, 0));
         assert_eq!(c.locate(2).unwrap(), (0, 2));
         // The empty middle part is skipped.
         assert_eq!(c.locate(3).unwrap(), (2, 0));
         assert_eq!(c.locate(4).unwrap(), (2, 1));
-        assert!(matches!(c.locate(5), Err(Error::IndexOutOfRange { index: 5, len: 5 })));
+        assert!(matches!(
+            c.locate(5),
+            Err(Error::IndexOutOfRange { index: 5, len: 5 })
+        ));
         let s = c.get(4).unwrap();
         assert_eq!((s.pixels[0], s.label), (1, 1));
         assert!(Concat::new(vec![]).get(0).is_err());

@@ -24,7 +24,9 @@ pub enum Error {
         got: usize,
     },
     /// A crop box that does not lie inside the image.
-    #[error("crop box (left {left}, top {top}, right {right}, bottom {bottom}) does not fit a {width}x{height} image")]
+    #[error(
+        "crop box (left {left}, top {top}, right {right}, bottom {bottom}) does not fit a {width}x{height} image"
+    )]
     CropOutOfBounds {
         /// Box left edge (inclusive).
         left: u32,

@@ -27,7 +27,7 @@
 //! }
 //! let sample = Ones.get(3).unwrap();
 //! let mut out = vec![0.0f32; 12];
-//! Normalize::new(&[0.5; 3], &[0.5; 3]).unwrap().write_chw(&sample, &mut out).unwrap();
+//! Normalize::new(&[0.5; 3], &[0.5; 3]).unwrap().write_chw(sample.view(), &mut out).unwrap();
 //! assert!(out.iter().all(|&v| v == 1.0));
 //! ```
 
@@ -40,7 +40,7 @@ mod transform;
 pub use concat::Concat;
 pub use error::Error;
 pub use normalize::Normalize;
-pub use sample::{Layout, Sample, Shape};
+pub use sample::{Layout, Sample, SampleView, Shape};
 pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};
 
 use std::sync::Arc;
@@ -73,6 +73,14 @@ pub trait Dataset: Send + Sync {
     fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
         *out = self.get(index)?;
         Ok(())
+    }
+
+    /// Sample `index` borrowed from where it lives, for formats that keep
+    /// decoded pixels in memory (CIFAR-10's mapped files): the loader then
+    /// normalises straight from it, without a copy. `None` (the default)
+    /// when the format must decode.
+    fn view(&self, _index: usize) -> Option<Result<SampleView<'_>, Error>> {
+        None
     }
 
     /// Where sample `index` comes from (a file path, a file and record), for
@@ -110,6 +118,7 @@ macro_rules! forward_dataset {
             fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
                 (**self).get_into(index, out)
             }
+            fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> { (**self).view(index) }
             fn source(&self, index: usize) -> String { (**self).source(index) }
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
             fn num_classes(&self) -> Option<usize> { (**self).num_classes() }
@@ -134,7 +143,12 @@ impl<D: Dataset, T: Transform> Mapped<D, T> {
     }
 
     /// Reads and transforms sample `index` with the caller's scratch space.
-    pub fn get_with(&self, index: usize, out: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
+    pub fn get_with(
+        &self,
+        index: usize,
+        out: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<(), Error> {
         self.inner.get_into(index, out)?;
         self.transform.apply(out, scratch)
     }

@@ -1,4 +1,4 @@
-use crate::{Error, Layout, Sample};
+use crate::{Error, Layout, SampleView};
 
 /// u8 HWC (or planar) pixels → f32 CHW, scaled to [0, 1] and normalised by
 /// per-channel mean and standard deviation: torchvision's `ToTensor()` then
@@ -28,7 +28,9 @@ impl Normalize {
             )));
         }
         if let Some(s) = std.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
-            return Err(Error::InvalidParameter(format!("normalise: standard deviation {s}")));
+            return Err(Error::InvalidParameter(format!(
+                "normalise: standard deviation {s}"
+            )));
         }
         if let Some(m) = mean.iter().find(|m| !m.is_finite()) {
             return Err(Error::InvalidParameter(format!("normalise: mean {m}")));
@@ -41,7 +43,10 @@ impl Normalize {
 
     /// Only the [0, 1] scaling (`ToTensor()` alone) for `channels` channels.
     pub fn unit(channels: usize) -> Self {
-        Self { scale: vec![1.0 / 255.0; channels], bias: vec![0.0; channels] }
+        Self {
+            scale: vec![1.0 / 255.0; channels],
+            bias: vec![0.0; channels],
+        }
     }
 
     /// Number of channels this normaliser expects.
@@ -49,16 +54,23 @@ impl Normalize {
         self.scale.len()
     }
 
-    /// Writes `sample` as normalised f32 CHW into `out`, which must hold
-    /// exactly `sample.shape.len()` values.
-    pub fn write_chw(&self, sample: &Sample, out: &mut [f32]) -> Result<(), Error> {
+    /// Writes `sample` (a [`Sample::view`](crate::Sample::view) or a view
+    /// from [`Dataset::view`](crate::Dataset::view)) as normalised f32 CHW
+    /// into `out`, which must hold exactly `sample.shape.len()` values.
+    pub fn write_chw(&self, sample: SampleView<'_>, out: &mut [f32]) -> Result<(), Error> {
         sample.validate()?;
         let c = sample.shape.channels as usize;
         if c != self.channels() {
-            return Err(Error::Channels { transform: "Normalize", channels: sample.shape.channels });
+            return Err(Error::Channels {
+                transform: "Normalize",
+                channels: sample.shape.channels,
+            });
         }
         if out.len() != sample.pixels.len() {
-            return Err(Error::OutputSize { expected: sample.pixels.len(), got: out.len() });
+            return Err(Error::OutputSize {
+                expected: sample.pixels.len(),
+                got: out.len(),
+            });
         }
         let plane = sample.shape.height as usize * sample.shape.width as usize;
         if plane == 0 {
@@ -108,16 +120,17 @@ fn affine(src: &[u8], dst: &mut [f32], scale: f32, bias: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Shape;
+    use crate::{Sample, Shape};
 
     #[test]
     fn planar_and_interleaved_give_the_same_chw() {
-        let planar = Sample::with_layout((0..12).collect(), Shape::new(2, 2, 3), Layout::Planar, 0).unwrap();
+        let planar =
+            Sample::with_layout((0..12).collect(), Shape::new(2, 2, 3), Layout::Planar, 0).unwrap();
         let hwc = Sample::hwc(planar.hwc_bytes().into_owned(), 2, 2, 3, 0).unwrap();
         let n = Normalize::new(&[0.1, 0.2, 0.3], &[0.5, 0.25, 2.0]).unwrap();
         let (mut a, mut b) = (vec![0.0; 12], vec![0.0; 12]);
-        n.write_chw(&planar, &mut a).unwrap();
-        n.write_chw(&hwc, &mut b).unwrap();
+        n.write_chw(planar.view(), &mut a).unwrap();
+        n.write_chw(hwc.view(), &mut b).unwrap();
         assert_eq!(a, b);
         // Channel 1 (G), pixel 0 holds byte 4: (4/255 - 0.2) / 0.25.
         assert!((a[4] - (4.0 / 255.0 - 0.2) / 0.25).abs() < 1e-6);
@@ -129,8 +142,17 @@ mod tests {
         assert!(Normalize::new(&[0.5, 0.5], &[0.5]).is_err());
         let n = Normalize::unit(3);
         let s = Sample::hwc(vec![0; 12], 2, 2, 3, 0).unwrap();
-        assert!(matches!(n.write_chw(&s, &mut [0.0; 11]), Err(Error::OutputSize { expected: 12, got: 11 })));
+        assert!(matches!(
+            n.write_chw(s.view(), &mut [0.0; 11]),
+            Err(Error::OutputSize {
+                expected: 12,
+                got: 11
+            })
+        ));
         let grey = Sample::hwc(vec![0; 4], 2, 2, 1, 0).unwrap();
-        assert!(matches!(n.write_chw(&grey, &mut [0.0; 4]), Err(Error::Channels { .. })));
+        assert!(matches!(
+            n.write_chw(grey.view(), &mut [0.0; 4]),
+            Err(Error::Channels { .. })
+        ));
     }
 }

@@ -27,7 +27,11 @@ pub struct Shape {
 impl Shape {
     /// A new shape.
     pub const fn new(height: u32, width: u32, channels: u32) -> Self {
-        Self { height, width, channels }
+        Self {
+            height,
+            width,
+            channels,
+        }
     }
 
     /// Number of values (bytes for u8 pixels) in an image of this shape.
@@ -67,16 +71,69 @@ impl Default for Shape {
     }
 }
 
+/// A sample borrowed from where it lives (a memory-mapped file), for
+/// formats that store decoded pixels: normalising from it copies each byte
+/// once, straight into the batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleView<'a> {
+    /// Pixel bytes, `shape.len()` of them, ordered by `layout`.
+    pub pixels: &'a [u8],
+    /// Image shape.
+    pub shape: Shape,
+    /// Byte order of `pixels`.
+    pub layout: Layout,
+    /// Class label.
+    pub label: i64,
+}
+
+impl SampleView<'_> {
+    /// Checks that the buffer length matches the shape.
+    pub fn validate(&self) -> Result<(), Error> {
+        check_len(self.pixels, self.shape)
+    }
+}
+
 impl Sample {
+    /// This sample as a borrowed view.
+    pub fn view(&self) -> SampleView<'_> {
+        SampleView {
+            pixels: &self.pixels,
+            shape: self.shape,
+            layout: self.layout,
+            label: self.label,
+        }
+    }
+
     /// A sample from interleaved (HWC) pixels; checks the length.
-    pub fn hwc(pixels: Vec<u8>, height: u32, width: u32, channels: u32, label: i64) -> Result<Self, Error> {
-        Self::with_layout(pixels, Shape::new(height, width, channels), Layout::Interleaved, label)
+    pub fn hwc(
+        pixels: Vec<u8>,
+        height: u32,
+        width: u32,
+        channels: u32,
+        label: i64,
+    ) -> Result<Self, Error> {
+        Self::with_layout(
+            pixels,
+            Shape::new(height, width, channels),
+            Layout::Interleaved,
+            label,
+        )
     }
 
     /// A sample with an explicit layout; checks the length.
-    pub fn with_layout(pixels: Vec<u8>, shape: Shape, layout: Layout, label: i64) -> Result<Self, Error> {
+    pub fn with_layout(
+        pixels: Vec<u8>,
+        shape: Shape,
+        layout: Layout,
+        label: i64,
+    ) -> Result<Self, Error> {
         check_len(&pixels, shape)?;
-        Ok(Self { pixels, shape, layout, label })
+        Ok(Self {
+            pixels,
+            shape,
+            layout,
+            label,
+        })
     }
 
     /// Checks that the buffer length matches the shape.
@@ -111,7 +168,11 @@ fn check_len(pixels: &[u8], shape: Shape) -> Result<(), Error> {
     if pixels.len() == shape.len() {
         Ok(())
     } else {
-        Err(Error::ShapeMismatch { shape, expected: shape.len(), got: pixels.len() })
+        Err(Error::ShapeMismatch {
+            shape,
+            expected: shape.len(),
+            got: pixels.len(),
+        })
     }
 }
 
@@ -135,7 +196,13 @@ mod tests {
     #[test]
     fn planar_to_interleaved_orders_channels_per_pixel() {
         // Two pixels, planes R=[1,2], G=[3,4], B=[5,6].
-        let s = Sample::with_layout(vec![1, 2, 3, 4, 5, 6], Shape::new(1, 2, 3), Layout::Planar, 0).unwrap();
+        let s = Sample::with_layout(
+            vec![1, 2, 3, 4, 5, 6],
+            Shape::new(1, 2, 3),
+            Layout::Planar,
+            0,
+        )
+        .unwrap();
         assert_eq!(&*s.hwc_bytes(), &[1, 3, 5, 2, 4, 6]);
         let mut s2 = s.clone();
         s2.make_interleaved(&mut Vec::new());
@@ -146,6 +213,13 @@ mod tests {
     #[test]
     fn length_is_checked() {
         let err = Sample::hwc(vec![0; 5], 1, 2, 3, 0).unwrap_err();
-        assert!(matches!(err, Error::ShapeMismatch { expected: 6, got: 5, .. }));
+        assert!(matches!(
+            err,
+            Error::ShapeMismatch {
+                expected: 6,
+                got: 5,
+                ..
+            }
+        ));
     }
 }

@@ -19,7 +19,9 @@ pub struct Scratch {
 
 impl fmt::Debug for Scratch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Scratch").field("bytes", &self.bytes.len()).finish_non_exhaustive()
+        f.debug_struct("Scratch")
+            .field("bytes", &self.bytes.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -85,7 +87,12 @@ pub struct CropBox {
 impl CropBox {
     /// A box from PIL's `(left, top, right, bottom)`.
     pub const fn new(left: u32, top: u32, right: u32, bottom: u32) -> Self {
-        Self { left, top, right, bottom }
+        Self {
+            left,
+            top,
+            right,
+            bottom,
+        }
     }
 
     fn check(&self, shape: Shape) -> Result<(), Error> {
@@ -136,7 +143,11 @@ impl Transform for Crop {
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         self.0.check(input)?;
-        Ok(Shape::new(self.0.bottom - self.0.top, self.0.right - self.0.left, input.channels))
+        Ok(Shape::new(
+            self.0.bottom - self.0.top,
+            self.0.right - self.0.left,
+            input.channels,
+        ))
     }
 }
 
@@ -153,7 +164,12 @@ impl ToRgb {
         let n = match channels {
             3 => return Ok(()),
             1..=4 => pixels.len() / channels as usize,
-            _ => return Err(Error::Channels { transform: "ToRgb", channels }),
+            _ => {
+                return Err(Error::Channels {
+                    transform: "ToRgb",
+                    channels,
+                });
+            }
         };
         match channels {
             4 => {
@@ -195,7 +211,10 @@ impl Transform for ToRgb {
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         match input.channels {
             1..=4 => Ok(Shape::new(input.height, input.width, 3)),
-            channels => Err(Error::Channels { transform: "ToRgb", channels }),
+            channels => Err(Error::Channels {
+                transform: "ToRgb",
+                channels,
+            }),
         }
     }
 }
@@ -229,9 +248,15 @@ impl Resize {
     /// A bilinear resize to `width` × `height`.
     pub fn new(width: u32, height: u32) -> Result<Self, Error> {
         if width == 0 || height == 0 {
-            return Err(Error::InvalidParameter(format!("resize to {width}x{height}")));
+            return Err(Error::InvalidParameter(format!(
+                "resize to {width}x{height}"
+            )));
         }
-        Ok(Self { width, height, filter: ResizeFilter::Bilinear })
+        Ok(Self {
+            width,
+            height,
+            filter: ResizeFilter::Bilinear,
+        })
     }
 
     /// The same resize with another filter.
@@ -258,7 +283,12 @@ fn pixel_type(channels: u32) -> Result<fr::PixelType, Error> {
         2 => fr::PixelType::U8x2,
         3 => fr::PixelType::U8x3,
         4 => fr::PixelType::U8x4,
-        channels => return Err(Error::Channels { transform: "Resize", channels }),
+        channels => {
+            return Err(Error::Channels {
+                transform: "Resize",
+                channels,
+            });
+        }
     })
 }
 
@@ -271,12 +301,17 @@ impl Transform for Resize {
         }
         sample.make_interleaved(&mut scratch.bytes);
         let pt = pixel_type(from.channels)?;
-        let err = |e: &dyn fmt::Display| Error::Resize { from, to, message: e.to_string() };
-        let src = fr::images::ImageRef::new(from.width, from.height, &sample.pixels, pt).map_err(|e| err(&e))?;
+        let err = |e: &dyn fmt::Display| Error::Resize {
+            from,
+            to,
+            message: e.to_string(),
+        };
+        let src = fr::images::ImageRef::new(from.width, from.height, &sample.pixels, pt)
+            .map_err(|e| err(&e))?;
         scratch.bytes.clear();
         scratch.bytes.resize(to.len(), 0);
-        let mut dst =
-            fr::images::Image::from_slice_u8(to.width, to.height, &mut scratch.bytes, pt).map_err(|e| err(&e))?;
+        let mut dst = fr::images::Image::from_slice_u8(to.width, to.height, &mut scratch.bytes, pt)
+            .map_err(|e| err(&e))?;
         scratch
             .resizer
             .get_or_insert_with(fr::Resizer::new)
@@ -306,7 +341,9 @@ mod tests {
     #[test]
     fn crop_matches_pil_box_semantics() {
         let mut s = ramp(4, 5, 1);
-        Crop(CropBox::new(1, 2, 4, 4)).apply(&mut s, &mut Scratch::default()).unwrap();
+        Crop(CropBox::new(1, 2, 4, 4))
+            .apply(&mut s, &mut Scratch::default())
+            .unwrap();
         // Rows 2..4, columns 1..4 of a 5-wide ramp.
         assert_eq!(s.shape, Shape::new(2, 3, 1));
         assert_eq!(s.pixels, vec![11, 12, 13, 16, 17, 18]);
@@ -315,9 +352,20 @@ mod tests {
     #[test]
     fn crop_outside_is_an_error() {
         let mut s = ramp(4, 5, 3);
-        let err = Crop(CropBox::new(0, 0, 6, 4)).apply(&mut s, &mut Scratch::default()).unwrap_err();
-        assert!(matches!(err, Error::CropOutOfBounds { right: 6, width: 5, .. }));
-        let err = Crop(CropBox::new(2, 0, 2, 4)).output_shape(s.shape).unwrap_err();
+        let err = Crop(CropBox::new(0, 0, 6, 4))
+            .apply(&mut s, &mut Scratch::default())
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            Error::CropOutOfBounds {
+                right: 6,
+                width: 5,
+                ..
+            }
+        ));
+        let err = Crop(CropBox::new(2, 0, 2, 4))
+            .output_shape(s.shape)
+            .unwrap_err();
         assert!(matches!(err, Error::CropOutOfBounds { .. }));
     }
 
@@ -339,7 +387,10 @@ mod tests {
     fn resize_changes_shape_and_keeps_flat_colour() {
         let mut s = Sample::hwc(vec![90; 8 * 6 * 3], 8, 6, 3, 0).unwrap();
         let mut scratch = Scratch::default();
-        Resize::new(3, 4).unwrap().apply(&mut s, &mut scratch).unwrap();
+        Resize::new(3, 4)
+            .unwrap()
+            .apply(&mut s, &mut scratch)
+            .unwrap();
         assert_eq!(s.shape, Shape::new(4, 3, 3));
         assert!(s.pixels.iter().all(|&v| v == 90));
         assert!(Resize::new(0, 4).is_err());
@@ -347,8 +398,13 @@ mod tests {
 
     #[test]
     fn compose_runs_in_order() {
-        let t = Compose::new().then(Crop(CropBox::new(0, 0, 4, 4))).then(Resize::new(2, 2).unwrap());
-        assert_eq!(t.output_shape(Shape::new(6, 6, 3)).unwrap(), Shape::new(2, 2, 3));
+        let t = Compose::new()
+            .then(Crop(CropBox::new(0, 0, 4, 4)))
+            .then(Resize::new(2, 2).unwrap());
+        assert_eq!(
+            t.output_shape(Shape::new(6, 6, 3)).unwrap(),
+            Shape::new(2, 2, 3)
+        );
         let mut s = ramp(6, 6, 3);
         t.apply(&mut s, &mut Scratch::default()).unwrap();
         assert_eq!(s.shape, Shape::new(2, 2, 3));

@@ -7,7 +7,9 @@
 
 use crate::image_io::read_rgb_into;
 use crate::{FormatError, encode_jpeg, write_atomically};
-use adapt_dataset::{Crop, CropBox, Dataset, Error, Sample, Scratch, Shape, Transform, check_index};
+use adapt_dataset::{
+    Crop, CropBox, Dataset, Error, Sample, Scratch, Shape, Transform, check_index,
+};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +29,9 @@ pub struct CelebAOptions {
 
 impl Default for CelebAOptions {
     fn default() -> Self {
-        Self { crop: Some(CELEBA_CROP) }
+        Self {
+            crop: Some(CELEBA_CROP),
+        }
     }
 }
 
@@ -52,19 +56,39 @@ impl CelebA {
         let id_path = root.join(IDENTITY);
         let images = root.join(IMAGES);
         let text = std::fs::read_to_string(&id_path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => FormatError::Missing { path: id_path.clone(), what: "CelebA identity file" },
-            _ => FormatError::Io { path: id_path.clone(), source: e },
+            std::io::ErrorKind::NotFound => FormatError::Missing {
+                path: id_path.clone(),
+                what: "CelebA identity file",
+            },
+            _ => FormatError::Io {
+                path: id_path.clone(),
+                source: e,
+            },
         })?;
         if !images.is_dir() {
-            return Err(FormatError::Missing { path: images, what: "CelebA image folder" });
+            return Err(FormatError::Missing {
+                path: images,
+                what: "CelebA image folder",
+            });
         }
         let present = list_names(&images)?;
         let mut entries = Vec::new();
-        let lines: Vec<&str> = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+        let lines: Vec<&str> = text
+            .split('\n')
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+            .collect();
         // Trailing blank lines are the end of the file, not missing entries.
-        let last = lines.iter().rposition(|l| !l.trim().is_empty()).map_or(0, |i| i + 1);
+        let last = lines
+            .iter()
+            .rposition(|l| !l.trim().is_empty())
+            .map_or(0, |i| i + 1);
         for (i, line) in lines[..last].iter().enumerate() {
-            let bad = |reason| FormatError::BadLine { path: id_path.clone(), line: i + 1, reason, content: (*line).into() };
+            let bad = |reason| FormatError::BadLine {
+                path: id_path.clone(),
+                line: i + 1,
+                reason,
+                content: (*line).into(),
+            };
             let mut fields = line.split_ascii_whitespace();
             let (Some(name), Some(id), None) = (fields.next(), fields.next(), fields.next()) else {
                 return Err(bad("expected `<image name> <identity>`"));
@@ -74,15 +98,34 @@ impl CelebA {
                 return Err(bad("identity is negative"));
             }
             if !present.contains(name) {
-                return Err(FormatError::MissingImage { path: id_path.clone(), line: i + 1, image: images.join(name) });
+                return Err(FormatError::MissingImage {
+                    path: id_path.clone(),
+                    line: i + 1,
+                    image: images.join(name),
+                });
             }
-            entries.push(Entry { name: name.into(), label });
+            entries.push(Entry {
+                name: name.into(),
+                label,
+            });
         }
         if entries.is_empty() {
-            return Err(FormatError::Empty { path: id_path, what: "identity file lists no image" });
+            return Err(FormatError::Empty {
+                path: id_path,
+                what: "identity file lists no image",
+            });
         }
-        let num_classes = entries.iter().map(|e| e.label).max().map_or(0, |m| m as usize + 1);
-        Ok(Self { images, entries, crop: options.crop.map(Crop), num_classes })
+        let num_classes = entries
+            .iter()
+            .map(|e| e.label)
+            .max()
+            .map_or(0, |m| m as usize + 1);
+        Ok(Self {
+            images,
+            entries,
+            crop: options.crop.map(Crop),
+            num_classes,
+        })
     }
 
     /// The path of image `index`.
@@ -126,7 +169,8 @@ impl Dataset for CelebA {
         Ok(())
     }
     fn source(&self, index: usize) -> String {
-        self.image_path(index).map_or_else(|e| e.to_string(), |p| p.display().to_string())
+        self.image_path(index)
+            .map_or_else(|e| e.to_string(), |p| p.display().to_string())
     }
     fn sample_shape(&self) -> Option<Shape> {
         match &self.crop {
@@ -150,7 +194,9 @@ impl CelebAWriter {
     pub fn create(root: &Path) -> Result<Self, FormatError> {
         let images = root.join(IMAGES);
         std::fs::create_dir_all(&images).map_err(FormatError::io(&images))?;
-        Ok(Self { root: root.to_owned() })
+        Ok(Self {
+            root: root.to_owned(),
+        })
     }
 
     /// The name of image number `n` (from 1), as CelebA numbers them.
@@ -159,14 +205,24 @@ impl CelebAWriter {
     }
 
     /// Encodes and writes one RGB image as `img_align_celeba/<name>`.
-    pub fn write_image(&self, name: &str, rgb: &[u8], width: u32, height: u32, quality: u8) -> Result<(), FormatError> {
+    pub fn write_image(
+        &self,
+        name: &str,
+        rgb: &[u8],
+        width: u32,
+        height: u32,
+        quality: u8,
+    ) -> Result<(), FormatError> {
         let path = self.root.join(IMAGES).join(name);
         let jpeg = encode_jpeg(&path, rgb, width, height, quality)?;
         write_atomically(&path, |w| w.write_all(&jpeg))
     }
 
     /// Writes `identity_CelebA.txt` with one `<name> <identity>` line each.
-    pub fn write_identities<'a>(&self, entries: impl IntoIterator<Item = (&'a str, i64)>) -> Result<(), FormatError> {
+    pub fn write_identities<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a str, i64)>,
+    ) -> Result<(), FormatError> {
         write_atomically(&self.root.join(IDENTITY), |w| {
             for (name, id) in entries {
                 writeln!(w, "{name} {id}")?;

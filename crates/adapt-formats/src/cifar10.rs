@@ -7,7 +7,7 @@
 //! is a 3 KiB copy out of the page cache, with no syscall.
 
 use crate::{FormatError, write_atomically};
-use adapt_dataset::{Dataset, Error, Layout, Sample, Shape, check_index};
+use adapt_dataset::{Dataset, Error, Layout, Sample, SampleView, Shape, check_index};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -16,8 +16,18 @@ pub const RECORD_BYTES: usize = 1 + IMAGE_BYTES;
 /// Bytes of one 32×32 RGB image.
 pub const IMAGE_BYTES: usize = 3 * 32 * 32;
 /// The class names of `batches.meta.txt`, in label order.
-pub const CIFAR10_CLASSES: [&str; 10] =
-    ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"];
+pub const CIFAR10_CLASSES: [&str; 10] = [
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+];
 const SHAPE: Shape = Shape::new(32, 32, 3);
 const META: &str = "batches.meta.txt";
 
@@ -61,19 +71,32 @@ impl Cifar10 {
     /// every label byte.
     pub fn open(dir: &Path, split: Split) -> Result<Self, FormatError> {
         let nested = dir.join("cifar-10-batches-bin");
-        let dir = if !dir.join(&split.file_names()[0]).exists() && nested.is_dir() { &nested } else { dir };
+        let dir = if !dir.join(&split.file_names()[0]).exists() && nested.is_dir() {
+            &nested
+        } else {
+            dir
+        };
         let mut files = Vec::new();
         let mut ends = Vec::new();
         let mut total = 0;
         for name in split.file_names() {
             let path = dir.join(name);
             let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => FormatError::Missing { path: path.clone(), what: "CIFAR-10 batch file" },
-                _ => FormatError::Io { path: path.clone(), source: e },
+                std::io::ErrorKind::NotFound => FormatError::Missing {
+                    path: path.clone(),
+                    what: "CIFAR-10 batch file",
+                },
+                _ => FormatError::Io {
+                    path: path.clone(),
+                    source: e,
+                },
             })?;
             let len = file.metadata().map_err(FormatError::io(&path))?.len();
             if len == 0 {
-                return Err(FormatError::Empty { path, what: "CIFAR-10 batch file holds no record" });
+                return Err(FormatError::Empty {
+                    path,
+                    what: "CIFAR-10 batch file holds no record",
+                });
             }
             let tail = len % RECORD_BYTES as u64;
             if tail != 0 {
@@ -83,15 +106,27 @@ impl Cifar10 {
             // expected to change while it is open (as with any reader of a
             // mapped file, truncating one underneath us is the caller's bug).
             let map = unsafe { Mmap::map(&file) }.map_err(FormatError::io(&path))?;
-            if let Some((record, rec)) = map.chunks_exact(RECORD_BYTES).enumerate().find(|(_, r)| r[0] > 9) {
-                return Err(FormatError::CifarLabel { path, record, label: rec[0] });
+            if let Some((record, rec)) = map
+                .chunks_exact(RECORD_BYTES)
+                .enumerate()
+                .find(|(_, r)| r[0] > 9)
+            {
+                return Err(FormatError::CifarLabel {
+                    path,
+                    record,
+                    label: rec[0],
+                });
             }
             total += map.len() / RECORD_BYTES;
             ends.push(total);
             files.push(BatchFile { path, map });
         }
         let classes = read_meta(&dir.join(META))?;
-        Ok(Self { files, ends, classes })
+        Ok(Self {
+            files,
+            ends,
+            classes,
+        })
     }
 
     /// Class names from `batches.meta.txt` (the standard names when the file
@@ -120,8 +155,11 @@ impl Cifar10 {
 fn read_meta(path: &Path) -> Result<Vec<String>, FormatError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            let names: Vec<String> =
-                text.lines().map(|l| l.trim().to_owned()).filter(|l| !l.is_empty()).collect();
+            let names: Vec<String> = text
+                .lines()
+                .map(|l| l.trim().to_owned())
+                .filter(|l| !l.is_empty())
+                .collect();
             if names.len() != 10 {
                 return Err(FormatError::InvalidInput {
                     path: path.to_owned(),
@@ -133,7 +171,10 @@ fn read_meta(path: &Path) -> Result<Vec<String>, FormatError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Ok(CIFAR10_CLASSES.iter().map(|s| (*s).to_owned()).collect())
         }
-        Err(source) => Err(FormatError::Io { path: path.to_owned(), source }),
+        Err(source) => Err(FormatError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -155,6 +196,14 @@ impl Dataset for Cifar10 {
         out.label = i64::from(label);
         Ok(())
     }
+    fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> {
+        Some(self.record(index).map(|(label, pixels)| SampleView {
+            pixels,
+            shape: SHAPE,
+            layout: Layout::Planar,
+            label: i64::from(label),
+        }))
+    }
     fn source(&self, index: usize) -> String {
         match self.locate(index) {
             Ok((f, r)) => format!("{}#record={r}", self.files[f].path.display()),
@@ -170,12 +219,18 @@ impl Dataset for Cifar10 {
 }
 
 /// Writes one batch file of `(label, 3072 planar bytes)` records, atomically.
-pub fn write_batch<'a>(path: &Path, records: impl IntoIterator<Item = (u8, &'a [u8])>) -> Result<(), FormatError> {
+pub fn write_batch<'a>(
+    path: &Path,
+    records: impl IntoIterator<Item = (u8, &'a [u8])>,
+) -> Result<(), FormatError> {
     let mut bad = None;
     write_atomically(path, |w| {
         for (i, (label, image)) in records.into_iter().enumerate() {
             if label > 9 || image.len() != IMAGE_BYTES {
-                bad = Some(format!("record {i}: label {label}, {} image bytes", image.len()));
+                bad = Some(format!(
+                    "record {i}: label {label}, {} image bytes",
+                    image.len()
+                ));
                 return Err(std::io::Error::other("invalid record"));
             }
             w.write_all(&[label])?;
@@ -184,7 +239,10 @@ pub fn write_batch<'a>(path: &Path, records: impl IntoIterator<Item = (u8, &'a [
         Ok(())
     })
     .map_err(|e| match bad.take() {
-        Some(reason) => FormatError::InvalidInput { path: path.to_owned(), reason },
+        Some(reason) => FormatError::InvalidInput {
+            path: path.to_owned(),
+            reason,
+        },
         None => e,
     })
 }

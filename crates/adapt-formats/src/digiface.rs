@@ -33,7 +33,9 @@ pub struct DigiFace {
 
 /// Parses a decimal name; `None` for anything else (signs, spaces, empty).
 fn number(name: &str) -> Option<u64> {
-    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())).then(|| name.parse().ok()).flatten()
+    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
 }
 
 impl DigiFace {
@@ -42,7 +44,10 @@ impl DigiFace {
     /// ignored (as the seed's `endswith('.png')` does).
     pub fn open(root: &Path, options: DigiFaceOptions) -> Result<Self, FormatError> {
         if !root.is_dir() {
-            return Err(FormatError::Missing { path: root.to_owned(), what: "DigiFace1M folder" });
+            return Err(FormatError::Missing {
+                path: root.to_owned(),
+                what: "DigiFace1M folder",
+            });
         }
         let mut classes = Vec::new();
         for entry in std::fs::read_dir(root).map_err(FormatError::io(root))? {
@@ -51,10 +56,15 @@ impl DigiFace {
             if !path.is_dir() {
                 continue;
             }
-            let class = entry.file_name().to_str().and_then(number).ok_or(FormatError::BadName {
-                path: path.clone(),
-                reason: "DigiFace1M class folder name is not a number",
-            })?;
+            let class =
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(number)
+                    .ok_or(FormatError::BadName {
+                        path: path.clone(),
+                        reason: "DigiFace1M class folder name is not a number",
+                    })?;
             classes.push((class, path));
         }
         classes.sort();
@@ -65,25 +75,42 @@ impl DigiFace {
             for entry in std::fs::read_dir(&dir).map_err(FormatError::io(&dir))? {
                 let entry = entry.map_err(FormatError::io(&dir))?;
                 let path = entry.path();
-                if path.extension().is_none_or(|e| !e.eq_ignore_ascii_case("png")) || !path.is_file() {
+                if path
+                    .extension()
+                    .is_none_or(|e| !e.eq_ignore_ascii_case("png"))
+                    || !path.is_file()
+                {
                     continue;
                 }
-                let n = path.file_stem().and_then(|s| s.to_str()).and_then(number).ok_or(FormatError::BadName {
-                    path: path.clone(),
-                    reason: "DigiFace1M image name is not a number",
-                })?;
+                let n = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(number)
+                    .ok_or(FormatError::BadName {
+                        path: path.clone(),
+                        reason: "DigiFace1M image name is not a number",
+                    })?;
                 images.push((n, path));
             }
             images.sort();
-            let label = i64::try_from(class).unwrap_or(i64::MAX).saturating_add(options.class_offset);
+            let label = i64::try_from(class)
+                .unwrap_or(i64::MAX)
+                .saturating_add(options.class_offset);
             entries.extend(images.into_iter().map(|(_, path)| Entry { path, label }));
             max_class = Some(class);
         }
         if entries.is_empty() {
-            return Err(FormatError::Empty { path: root.to_owned(), what: "no DigiFace1M image (<class>/<n>.png) found" });
+            return Err(FormatError::Empty {
+                path: root.to_owned(),
+                what: "no DigiFace1M image (<class>/<n>.png) found",
+            });
         }
         let classes = max_class.map_or(0, |m| m as usize + 1);
-        Ok(Self { entries, classes, offset: options.class_offset })
+        Ok(Self {
+            entries,
+            classes,
+            offset: options.class_offset,
+        })
     }
 
     /// The path of image `index`.
@@ -107,13 +134,19 @@ impl Dataset for DigiFace {
         read_rgb_into(path, out)?;
         let expected = Shape::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE, 3);
         if out.shape != expected {
-            return Err(FormatError::UnexpectedShape { path: path.to_owned(), expected, got: out.shape }.into());
+            return Err(FormatError::UnexpectedShape {
+                path: path.to_owned(),
+                expected,
+                got: out.shape,
+            }
+            .into());
         }
         out.label = self.entries[index].label;
         Ok(())
     }
     fn source(&self, index: usize) -> String {
-        self.image_path(index).map_or_else(|e| e.to_string(), |p| p.display().to_string())
+        self.image_path(index)
+            .map_or_else(|e| e.to_string(), |p| p.display().to_string())
     }
     fn sample_shape(&self) -> Option<Shape> {
         Some(Shape::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE, 3))
@@ -126,7 +159,13 @@ impl Dataset for DigiFace {
 
 /// Writes one DigiFace1M image, `<root>/<class>/<n>.png`, from interleaved
 /// RGBA pixels.
-pub fn write_digiface_image(root: &Path, class: u64, n: u64, rgba: &[u8], size: u32) -> Result<(), FormatError> {
+pub fn write_digiface_image(
+    root: &Path,
+    class: u64,
+    n: u64,
+    rgba: &[u8],
+    size: u32,
+) -> Result<(), FormatError> {
     let dir = root.join(class.to_string());
     std::fs::create_dir_all(&dir).map_err(FormatError::io(&dir))?;
     let path = dir.join(format!("{n}.png"));

@@ -23,7 +23,9 @@ pub enum FormatError {
         what: &'static str,
     },
     /// A CIFAR-10 batch file whose size is not a whole number of records.
-    #[error("{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records (last record truncated to {tail} bytes)")]
+    #[error(
+        "{path}: {len} bytes is not a whole number of 3073-byte CIFAR-10 records (last record truncated to {tail} bytes)"
+    )]
     CifarSize {
         /// The batch file.
         path: PathBuf,

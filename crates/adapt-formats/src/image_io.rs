@@ -30,7 +30,10 @@ pub fn read_rgb_into(path: &Path, out: &mut Sample) -> Result<(), FormatError> {
 /// Decodes encoded image `bytes` (JPEG or PNG) as RGB into `out`; `path` only
 /// names the image in errors.
 pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<(), FormatError> {
-    let err = |e: image::ImageError| FormatError::Decode { path: path.to_owned(), message: e.to_string() };
+    let err = |e: image::ImageError| FormatError::Decode {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
     let format = image::guess_format(bytes).map_err(err)?;
     if format == image::ImageFormat::Jpeg && !jpeg_has_end_marker(bytes) {
         // The JPEG decoder fills a truncated scan with grey and reports
@@ -40,7 +43,9 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
             message: "truncated JPEG (no end-of-image marker)".into(),
         });
     }
-    let decoder = ImageReader::with_format(Cursor::new(bytes), format).into_decoder().map_err(err)?;
+    let decoder = ImageReader::with_format(Cursor::new(bytes), format)
+        .into_decoder()
+        .map_err(err)?;
     let (width, height) = decoder.dimensions();
     let color = decoder.color_type();
     match color {
@@ -52,13 +57,20 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
             out.pixels.clear();
             out.pixels.resize(n, 0);
             decoder.read_image(&mut out.pixels).map_err(err)?;
-            ToRgb::convert_in_place(&mut out.pixels, u32::from(color.channel_count()))
-                .map_err(|source| FormatError::Transform { path: path.to_owned(), source })?;
+            ToRgb::convert_in_place(&mut out.pixels, u32::from(color.channel_count())).map_err(
+                |source| FormatError::Transform {
+                    path: path.to_owned(),
+                    source,
+                },
+            )?;
         }
         _ => {
             // Rare (16-bit, float): let `image` convert, at the cost of an
             // allocation.
-            out.pixels = DynamicImage::from_decoder(decoder).map_err(err)?.to_rgb8().into_raw();
+            out.pixels = DynamicImage::from_decoder(decoder)
+                .map_err(err)?
+                .to_rgb8()
+                .into_raw();
         }
     }
     out.shape = Shape::new(height, width, 3);
@@ -70,21 +82,38 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
 /// a little padding after it. Inside entropy-coded data `FF` is always
 /// followed by `00` or a restart marker, so `FF D9` near the end is the EOI.
 fn jpeg_has_end_marker(bytes: &[u8]) -> bool {
-    bytes[bytes.len().saturating_sub(64)..].windows(2).any(|w| w == [0xFF, 0xD9])
+    bytes[bytes.len().saturating_sub(64)..]
+        .windows(2)
+        .any(|w| w == [0xFF, 0xD9])
 }
 
 /// Encodes interleaved RGB pixels as a baseline JPEG of the given quality.
-pub fn encode_jpeg(path: &Path, rgb: &[u8], width: u32, height: u32, quality: u8) -> Result<Vec<u8>, FormatError> {
+pub fn encode_jpeg(
+    path: &Path,
+    rgb: &[u8],
+    width: u32,
+    height: u32,
+    quality: u8,
+) -> Result<Vec<u8>, FormatError> {
     let mut out = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality)
         .encode(rgb, width, height, ExtendedColorType::Rgb8)
-        .map_err(|e| FormatError::Encode { path: path.to_owned(), message: e.to_string() })?;
+        .map_err(|e| FormatError::Encode {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
     Ok(out)
 }
 
 /// Encodes interleaved pixels of 1 to 4 channels (grey, grey+alpha, RGB,
 /// RGBA) as PNG.
-pub fn encode_png(path: &Path, pixels: &[u8], width: u32, height: u32, channels: u32) -> Result<Vec<u8>, FormatError> {
+pub fn encode_png(
+    path: &Path,
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    channels: u32,
+) -> Result<Vec<u8>, FormatError> {
     let color = match channels {
         1 => ExtendedColorType::L8,
         2 => ExtendedColorType::La8,
@@ -100,7 +129,10 @@ pub fn encode_png(path: &Path, pixels: &[u8], width: u32, height: u32, channels:
     let mut out = Vec::new();
     image::codecs::png::PngEncoder::new(&mut out)
         .write_image(pixels, width, height, color)
-        .map_err(|e| FormatError::Encode { path: path.to_owned(), message: e.to_string() })?;
+        .map_err(|e| FormatError::Encode {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
     Ok(out)
 }
 
@@ -124,6 +156,9 @@ pub fn write_atomically(
     })();
     result.map_err(|source| {
         let _ = std::fs::remove_file(&tmp);
-        FormatError::Io { path: path.to_owned(), source }
+        FormatError::Io {
+            path: path.to_owned(),
+            source,
+        }
     })
 }

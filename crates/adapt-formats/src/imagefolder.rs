@@ -22,16 +22,22 @@ impl ImageFolder {
     /// Opens `root`, whose sub-folders are the classes.
     pub fn open(root: &Path) -> Result<Self, FormatError> {
         if !root.is_dir() {
-            return Err(FormatError::Missing { path: root.to_owned(), what: "image folder" });
+            return Err(FormatError::Missing {
+                path: root.to_owned(),
+                what: "image folder",
+            });
         }
         let mut classes = Vec::new();
         for entry in std::fs::read_dir(root).map_err(FormatError::io(root))? {
             let entry = entry.map_err(FormatError::io(root))?;
             if entry.path().is_dir() {
-                let name = entry.file_name().into_string().map_err(|_| FormatError::BadName {
-                    path: entry.path(),
-                    reason: "class folder name is not UTF-8",
-                })?;
+                let name = entry
+                    .file_name()
+                    .into_string()
+                    .map_err(|_| FormatError::BadName {
+                        path: entry.path(),
+                        reason: "class folder name is not UTF-8",
+                    })?;
                 classes.push(name);
             }
         }
@@ -44,7 +50,10 @@ impl ImageFolder {
             entries.extend(files.into_iter().map(|p| (p, label as i64)));
         }
         if entries.is_empty() {
-            return Err(FormatError::Empty { path: root.to_owned(), what: "no class folder holds a JPEG or PNG image" });
+            return Err(FormatError::Empty {
+                path: root.to_owned(),
+                what: "no class folder holds a JPEG or PNG image",
+            });
         }
         Ok(Self { classes, entries })
     }

@@ -15,15 +15,17 @@
 //! listed image exists), so that a damaged dataset fails at once with the
 //! file and record named, never mid-epoch or as a silently shorter dataset.
 
-mod cifar10;
 mod celeba;
+mod cifar10;
 mod digiface;
 mod error;
 mod image_io;
 mod imagefolder;
 
 pub use celeba::{CELEBA_CROP, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter};
-pub use cifar10::{CIFAR10_CLASSES, Cifar10, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta};
+pub use cifar10::{
+    CIFAR10_CLASSES, Cifar10, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta,
+};
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
 pub use image_io::{decode_rgb_into, encode_jpeg, encode_png, write_atomically};

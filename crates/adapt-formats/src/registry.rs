@@ -1,6 +1,8 @@
 //! Opening a dataset by format name, as the command line and the tuner do.
 
-use crate::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split};
+use crate::{
+    CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split,
+};
 use adapt_dataset::{Dataset, Normalize};
 use std::fmt;
 use std::path::Path;
@@ -22,8 +24,12 @@ pub enum DatasetKind {
 
 impl DatasetKind {
     /// Every kind, in the order the command line lists them.
-    pub const ALL: [DatasetKind; 4] =
-        [DatasetKind::Cifar10, DatasetKind::CelebA, DatasetKind::DigiFace, DatasetKind::ImageFolder];
+    pub const ALL: [DatasetKind; 4] = [
+        DatasetKind::Cifar10,
+        DatasetKind::CelebA,
+        DatasetKind::DigiFace,
+        DatasetKind::ImageFolder,
+    ];
 
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
@@ -86,7 +92,11 @@ pub struct OpenOptions {
 
 /// Opens the dataset of format `kind` at `path` (the folder holding the
 /// format's files).
-pub fn open(kind: DatasetKind, path: &Path, options: &OpenOptions) -> Result<Arc<dyn Dataset>, FormatError> {
+pub fn open(
+    kind: DatasetKind,
+    path: &Path,
+    options: &OpenOptions,
+) -> Result<Arc<dyn Dataset>, FormatError> {
     Ok(match kind {
         DatasetKind::Cifar10 => Arc::new(Cifar10::open(path, options.split)?),
         DatasetKind::CelebA => Arc::new(CelebA::open(path, options.celeba)?),

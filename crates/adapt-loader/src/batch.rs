@@ -18,7 +18,9 @@ pub struct Batch {
 impl Batch {
     fn storage(&self) -> &Storage {
         // Present from construction until drop.
-        self.storage.as_ref().unwrap_or_else(|| unreachable!("batch storage taken before drop"))
+        self.storage
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("batch storage taken before drop"))
     }
 
     /// The epoch this batch belongs to.
@@ -43,7 +45,12 @@ impl Batch {
 
     /// `[B, C, H, W]`.
     pub fn shape(&self) -> [usize; 4] {
-        [self.len(), self.shape.channels as usize, self.shape.height as usize, self.shape.width as usize]
+        [
+            self.len(),
+            self.shape.channels as usize,
+            self.shape.height as usize,
+            self.shape.width as usize,
+        ]
     }
 
     /// The normalised data, `B × C × H × W` values.

@@ -81,7 +81,11 @@ impl Default for LoaderConfig {
 impl LoaderConfig {
     /// The effective prefetch factor (0 without workers).
     pub fn effective_prefetch(&self) -> usize {
-        if self.num_workers == 0 { 0 } else { self.prefetch_factor.unwrap_or(2) }
+        if self.num_workers == 0 {
+            0
+        } else {
+            self.prefetch_factor.unwrap_or(2)
+        }
     }
 
     /// Batches built ahead of the consumer at most: `num_workers ×
@@ -102,7 +106,11 @@ impl LoaderConfig {
     /// Batches per epoch, for a dataset of `len` samples.
     pub fn batches_per_epoch(&self, len: usize) -> usize {
         let n = self.samples_per_epoch(len);
-        if self.drop_last { n / self.batch_size } else { n.div_ceil(self.batch_size) }
+        if self.drop_last {
+            n / self.batch_size
+        } else {
+            n.div_ceil(self.batch_size)
+        }
     }
 
     /// Rejects impossible values, with PyTorch's rules where PyTorch has one.
@@ -112,7 +120,9 @@ impl LoaderConfig {
             return bad("batch_size must be at least 1".into());
         }
         if self.num_workers == 0 && self.prefetch_factor.is_some() {
-            return bad("prefetch_factor can only be set with num_workers > 0 (as in PyTorch)".into());
+            return bad(
+                "prefetch_factor can only be set with num_workers > 0 (as in PyTorch)".into(),
+            );
         }
         if self.prefetch_factor == Some(0) {
             return bad("prefetch_factor must be at least 1".into());
@@ -120,10 +130,13 @@ impl LoaderConfig {
         if self.num_workers == 0 && self.persistent_workers {
             return bad("persistent_workers needs num_workers > 0 (as in PyTorch)".into());
         }
-        if let Some(d) = self.distributed {
-            if d.world_size == 0 || d.rank >= d.world_size {
-                return bad(format!("rank {} is not below world_size {}", d.rank, d.world_size));
-            }
+        if let Some(d) = self.distributed
+            && (d.world_size == 0 || d.rank >= d.world_size)
+        {
+            return bad(format!(
+                "rank {} is not below world_size {}",
+                d.rank, d.world_size
+            ));
         }
         if self.timeout == Some(std::time::Duration::ZERO) {
             return bad("timeout must be positive (None waits forever)".into());
@@ -132,7 +145,11 @@ impl LoaderConfig {
             return bad("the dataset is empty".into());
         }
         // Guard the in-flight bound's arithmetic against absurd values.
-        if self.num_workers.checked_mul(self.effective_prefetch()).is_none_or(|n| n > 1 << 24) {
+        if self
+            .num_workers
+            .checked_mul(self.effective_prefetch())
+            .is_none_or(|n| n > 1 << 24)
+        {
             return bad(format!(
                 "num_workers {} × prefetch_factor {} is not a usable number of batches in flight",
                 self.num_workers,

@@ -34,7 +34,11 @@ pub struct Epoch<'a> {
 }
 
 impl<'a> Epoch<'a> {
-    pub(crate) fn start(loader: &'a mut Loader, epoch: u64, generation: u64) -> Result<Self, LoaderError> {
+    pub(crate) fn start(
+        loader: &'a mut Loader,
+        epoch: u64,
+        generation: u64,
+    ) -> Result<Self, LoaderError> {
         let loader: &'a Loader = loader;
         let config = &loader.config;
         let order = Arc::new(epoch_order(config, loader.ctx.dataset.len(), epoch));
@@ -106,7 +110,9 @@ impl<'a> Epoch<'a> {
 
     /// Submits tasks until the in-flight bound or the epoch's end.
     fn fill(&mut self) {
-        let Some(workers) = self.workers() else { return };
+        let Some(workers) = self.workers() else {
+            return;
+        };
         let bound = self.loader.config.max_in_flight();
         let mut submitted = Vec::new();
         let mut next_in = self.next_in;
@@ -126,29 +132,45 @@ impl<'a> Epoch<'a> {
         if matches!(self.source, Source::Inline(_)) {
             let task = self.task(self.next_out);
             self.max_in_flight = self.max_in_flight.max(1);
-            let Source::Inline(state) = &mut self.source else { unreachable!("checked above") };
+            let Source::Inline(state) = &mut self.source else {
+                unreachable!("checked above")
+            };
             return build(&self.loader.ctx, state, &task, 0, &|| false);
         }
         loop {
-            if let Some(Some(_)) = self.window.front() {
-                if let Some(Some(r)) = self.window.pop_front() {
-                    return r;
-                }
+            if let Some(Some(_)) = self.window.front()
+                && let Some(Some(r)) = self.window.pop_front()
+            {
+                return r;
             }
-            let Some(workers) = self.workers() else { unreachable!("inline handled above") };
+            let Some(workers) = self.workers() else {
+                unreachable!("inline handled above")
+            };
             let got = match self.loader.config.timeout {
                 Some(t) => workers.results.recv_timeout(t).map_err(|e| match e {
-                    RecvTimeoutError::Timeout => {
-                        LoaderError::Timeout { epoch: self.epoch, batch: self.next_out, waited: t }
-                    }
-                    RecvTimeoutError::Disconnected => LoaderError::WorkersGone { epoch: self.epoch, batch: self.next_out },
+                    RecvTimeoutError::Timeout => LoaderError::Timeout {
+                        epoch: self.epoch,
+                        batch: self.next_out,
+                        waited: t,
+                    },
+                    RecvTimeoutError::Disconnected => LoaderError::WorkersGone {
+                        epoch: self.epoch,
+                        batch: self.next_out,
+                    },
                 }),
                 None => workers
                     .results
                     .recv()
-                    .map_err(|_| LoaderError::WorkersGone { epoch: self.epoch, batch: self.next_out }),
+                    .map_err(|_| LoaderError::WorkersGone {
+                        epoch: self.epoch,
+                        batch: self.next_out,
+                    }),
             };
-            let Done { generation, number, result } = got?;
+            let Done {
+                generation,
+                number,
+                result,
+            } = got?;
             if generation != self.generation || number < self.next_out {
                 continue; // A stale result of an abandoned epoch: its drop recycles the buffer.
             }
@@ -187,7 +209,11 @@ impl Iterator for Epoch<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = if self.finished { 0 } else { self.batches - self.next_out };
+        let left = if self.finished {
+            0
+        } else {
+            self.batches - self.next_out
+        };
         (0, Some(left))
     }
 }

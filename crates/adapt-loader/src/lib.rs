@@ -104,7 +104,12 @@ impl Loader {
             (true, Some(p)) => p,
             _ => Arc::new(HeapBuffers),
         };
-        let pool = BatchPool::new(provider, config.batch_size * shape.len(), config.batch_size, config.max_in_flight() + 1);
+        let pool = BatchPool::new(
+            provider,
+            config.batch_size * shape.len(),
+            config.batch_size,
+            config.max_in_flight() + 1,
+        );
         let ctx = Arc::new(Context {
             dataset,
             transform: config.transform.clone(),
@@ -114,8 +119,17 @@ impl Loader {
             policy: config.on_error,
             live: std::sync::atomic::AtomicUsize::new(0),
         });
-        let persistent = if config.persistent_workers { Some(Workers::spawn(&ctx, config.num_workers)?) } else { None };
-        Ok(Self { ctx, config, persistent, next_generation: 1 })
+        let persistent = if config.persistent_workers {
+            Some(Workers::spawn(&ctx, config.num_workers)?)
+        } else {
+            None
+        };
+        Ok(Self {
+            ctx,
+            config,
+            persistent,
+            next_generation: 1,
+        })
     }
 
     /// Starts epoch `epoch`: its order is fixed by (seed, epoch, rank, world
@@ -160,12 +174,19 @@ impl Loader {
     }
 }
 
-fn sample_shape(dataset: &dyn Dataset, transform: Option<&dyn Transform>) -> Result<Shape, LoaderError> {
+fn sample_shape(
+    dataset: &dyn Dataset,
+    transform: Option<&dyn Transform>,
+) -> Result<Shape, LoaderError> {
     let shape = dataset.sample_shape().ok_or_else(|| {
-        LoaderError::InvalidConfig("the dataset's samples have no fixed shape: add a Resize transform".into())
+        LoaderError::InvalidConfig(
+            "the dataset's samples have no fixed shape: add a Resize transform".into(),
+        )
     })?;
     match transform {
-        Some(t) => t.output_shape(shape).map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}"))),
+        Some(t) => t
+            .output_shape(shape)
+            .map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}"))),
         None => Ok(shape),
     }
 }

@@ -71,8 +71,20 @@ pub(crate) struct BatchPool {
 }
 
 impl BatchPool {
-    pub(crate) fn new(provider: Arc<dyn BufferProvider>, values: usize, batch_size: usize, retain: usize) -> Arc<Self> {
-        Arc::new(Self { provider, values, batch_size, retain, free: Mutex::new(Vec::new()), allocated: AtomicUsize::new(0) })
+    pub(crate) fn new(
+        provider: Arc<dyn BufferProvider>,
+        values: usize,
+        batch_size: usize,
+        retain: usize,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            provider,
+            values,
+            batch_size,
+            retain,
+            free: Mutex::new(Vec::new()),
+            allocated: AtomicUsize::new(0),
+        })
     }
 
     pub(crate) fn take(&self) -> Result<Storage, LoaderError> {
@@ -89,7 +101,11 @@ impl BatchPool {
             });
         }
         self.allocated.fetch_add(1, Ordering::Relaxed);
-        Ok(Storage { data, labels: Vec::with_capacity(self.batch_size), indices: Vec::with_capacity(self.batch_size) })
+        Ok(Storage {
+            data,
+            labels: Vec::with_capacity(self.batch_size),
+            indices: Vec::with_capacity(self.batch_size),
+        })
     }
 
     pub(crate) fn give_back(&self, s: Storage) {

@@ -13,7 +13,9 @@ pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> 
     if config.shuffle {
         shuffle(&mut order, config.seed, epoch);
     }
-    let Some(d) = config.distributed else { return order };
+    let Some(d) = config.distributed else {
+        return order;
+    };
     let per_rank = config.samples_per_epoch(len);
     let total = per_rank * d.world_size;
     if total <= len {
@@ -26,7 +28,11 @@ pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> 
             i += 1;
         }
     }
-    order.into_iter().skip(d.rank).step_by(d.world_size).collect()
+    order
+        .into_iter()
+        .skip(d.rank)
+        .step_by(d.world_size)
+        .collect()
 }
 
 /// Fisher–Yates over a ChaCha8 stream keyed by (seed, epoch). The bounded
@@ -62,7 +68,11 @@ mod tests {
         let a = epoch_order(&cfg(true, false, None), 100, 0);
         let b = epoch_order(&cfg(true, false, None), 100, 1);
         assert_ne!(a, b, "each epoch reshuffles");
-        assert_eq!(a, epoch_order(&cfg(true, false, None), 100, 0), "and is reproducible");
+        assert_eq!(
+            a,
+            epoch_order(&cfg(true, false, None), 100, 0),
+            "and is reproducible"
+        );
         let mut s = a.clone();
         s.sort_unstable();
         assert_eq!(s, (0..100).collect::<Vec<_>>());
@@ -71,10 +81,14 @@ mod tests {
     #[test]
     fn distributed_pads_from_the_start_like_pytorch() {
         // 5 samples, 3 ranks: padded to 6 with index 0, ranks take 0::3, 1::3, 2::3.
-        let ranks: Vec<Vec<usize>> = (0..3).map(|r| epoch_order(&cfg(false, false, Some((r, 3))), 5, 0)).collect();
+        let ranks: Vec<Vec<usize>> = (0..3)
+            .map(|r| epoch_order(&cfg(false, false, Some((r, 3))), 5, 0))
+            .collect();
         assert_eq!(ranks, [vec![0, 3], vec![1, 4], vec![2, 0]]);
         // drop_last trims to 3 instead.
-        let ranks: Vec<Vec<usize>> = (0..3).map(|r| epoch_order(&cfg(false, true, Some((r, 3))), 5, 0)).collect();
+        let ranks: Vec<Vec<usize>> = (0..3)
+            .map(|r| epoch_order(&cfg(false, true, Some((r, 3))), 5, 0))
+            .collect();
         assert_eq!(ranks, [vec![0], vec![1], vec![2]]);
         // More ranks than samples: padding repeats the list.
         assert_eq!(epoch_order(&cfg(false, false, Some((3, 4))), 2, 0), [1]);

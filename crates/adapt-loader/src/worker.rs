@@ -63,7 +63,9 @@ pub(crate) fn build(
     worker: usize,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Batch, LoaderError> {
-    match catch_unwind(AssertUnwindSafe(|| build_inner(ctx, state, task, cancelled))) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        build_inner(ctx, state, task, cancelled)
+    })) {
         Ok(r) => r,
         Err(payload) => {
             // The state may be mid-update; start the next batch afresh.
@@ -73,7 +75,12 @@ pub(crate) fn build(
                 .map(|s| (*s).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".into());
-            Err(LoaderError::WorkerPanicked { epoch: task.epoch, batch: task.number, worker, message })
+            Err(LoaderError::WorkerPanicked {
+                epoch: task.epoch,
+                batch: task.number,
+                worker,
+                message,
+            })
         }
     }
 }
@@ -99,20 +106,19 @@ fn build_inner(
                 source_name: ctx.dataset.source(index),
                 source,
             };
-            let read = read_one(ctx, state, index);
-            if let Err(e) = read {
-                match ctx.policy {
+            let j = storage.labels.len();
+            let out = &mut storage.data.as_mut_slice()[j * per..(j + 1) * per];
+            let label = match read_one(ctx, state, index, out) {
+                Ok(label) => label,
+                Err(e) => match ctx.policy {
                     ErrorPolicy::Fail => return Err(fail(e)),
                     ErrorPolicy::Skip => {
                         skipped += 1;
                         continue;
                     }
-                }
-            }
-            let j = storage.labels.len();
-            let out = &mut storage.data.as_mut_slice()[j * per..(j + 1) * per];
-            ctx.normalize.write_chw(&state.sample, out).map_err(fail)?;
-            storage.labels.push(state.sample.label);
+                },
+            };
+            storage.labels.push(label);
             storage.indices.push(index);
         }
         Ok(())
@@ -130,19 +136,41 @@ fn build_inner(
     result.map(|()| built)
 }
 
-fn read_one(ctx: &Context, state: &mut WorkerState, index: usize) -> Result<(), adapt_dataset::Error> {
+/// Reads sample `index` and normalises it into `out`; returns its label.
+/// Without a transform, a format that can lend its pixels (`Dataset::view`)
+/// is normalised straight from them: one copy per byte, into the batch.
+fn read_one(
+    ctx: &Context,
+    state: &mut WorkerState,
+    index: usize,
+    out: &mut [f32],
+) -> Result<i64, adapt_dataset::Error> {
+    let check = |shape: adapt_dataset::Shape, got: usize| {
+        if shape == ctx.shape {
+            Ok(())
+        } else {
+            Err(adapt_dataset::Error::ShapeMismatch {
+                shape: ctx.shape,
+                expected: ctx.shape.len(),
+                got,
+            })
+        }
+    };
+    if ctx.transform.is_none()
+        && let Some(view) = ctx.dataset.view(index)
+    {
+        let view = view?;
+        check(view.shape, view.pixels.len())?;
+        ctx.normalize.write_chw(view, out)?;
+        return Ok(view.label);
+    }
     ctx.dataset.get_into(index, &mut state.sample)?;
     if let Some(t) = &ctx.transform {
         t.apply(&mut state.sample, &mut state.scratch)?;
     }
-    if state.sample.shape != ctx.shape {
-        return Err(adapt_dataset::Error::ShapeMismatch {
-            shape: ctx.shape,
-            expected: ctx.shape.len(),
-            got: state.sample.pixels.len(),
-        });
-    }
-    Ok(())
+    check(state.sample.shape, state.sample.pixels.len())?;
+    ctx.normalize.write_chw(state.sample.view(), out)?;
+    Ok(state.sample.label)
 }
 
 /// A set of worker threads fed from one task queue.
@@ -159,10 +187,19 @@ impl Workers {
         let (task_tx, task_rx) = crossbeam_channel::unbounded::<Task>();
         let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
         let cancelled = Arc::new(AtomicU64::new(0));
-        let mut workers = Self { tasks: Some(task_tx), results: done_rx, cancelled, handles: Vec::with_capacity(n) };
+        let mut workers = Self {
+            tasks: Some(task_tx),
+            results: done_rx,
+            cancelled,
+            handles: Vec::with_capacity(n),
+        };
         for w in 0..n {
-            let (ctx, rx, tx, cancelled) =
-                (Arc::clone(ctx), task_rx.clone(), done_tx.clone(), Arc::clone(&workers.cancelled));
+            let (ctx, rx, tx, cancelled) = (
+                Arc::clone(ctx),
+                task_rx.clone(),
+                done_tx.clone(),
+                Arc::clone(&workers.cancelled),
+            );
             let handle = std::thread::Builder::new()
                 .name(format!("adapt-worker-{w}"))
                 .spawn(move || worker_loop(&ctx, w, &rx, &tx, &cancelled))
@@ -197,7 +234,13 @@ impl Drop for Workers {
     }
 }
 
-fn worker_loop(ctx: &Arc<Context>, worker: usize, tasks: &Receiver<Task>, done: &Sender<Done>, cancelled: &AtomicU64) {
+fn worker_loop(
+    ctx: &Arc<Context>,
+    worker: usize,
+    tasks: &Receiver<Task>,
+    done: &Sender<Done>,
+    cancelled: &AtomicU64,
+) {
     ctx.live.fetch_add(1, Ordering::SeqCst);
     let _live = LiveGuard(&ctx.live);
     let mut state = WorkerState::default();
@@ -210,7 +253,14 @@ fn worker_loop(ctx: &Arc<Context>, worker: usize, tasks: &Receiver<Task>, done: 
         if is_cancelled() {
             continue;
         }
-        if done.send(Done { generation: task.generation, number: task.number, result }).is_err() {
+        if done
+            .send(Done {
+                generation: task.generation,
+                number: task.number,
+                result,
+            })
+            .is_err()
+        {
             return;
         }
     }

@@ -15,7 +15,10 @@ pub struct NoisePolicy {
 
 impl NoisePolicy {
     /// No re-measuring.
-    pub const OFF: NoisePolicy = NoisePolicy { threshold: 0.0, max_repeats: 1 };
+    pub const OFF: NoisePolicy = NoisePolicy {
+        threshold: 0.0,
+        max_repeats: 1,
+    };
 }
 
 /// How the AVL search runs.
@@ -31,7 +34,10 @@ pub struct AvlOptions {
 impl AvlOptions {
     /// The paper's algorithm: no refinement, no re-measuring.
     pub fn plain() -> Self {
-        Self { refine: false, noise: NoisePolicy::OFF }
+        Self {
+            refine: false,
+            noise: NoisePolicy::OFF,
+        }
     }
 }
 
@@ -74,8 +80,16 @@ pub struct AvlResult {
 }
 
 /// Runs the nested AVL-tree search of `space` on `objective`.
-pub fn avl_search<O: Objective + ?Sized>(space: &Space, objective: &mut O, options: &AvlOptions) -> AvlResult {
-    let mut s = Search { runner: Runner::new(space, objective), options: *options, path: Vec::new() };
+pub fn avl_search<O: Objective + ?Sized>(
+    space: &Space,
+    objective: &mut O,
+    options: &AvlOptions,
+) -> AvlResult {
+    let mut s = Search {
+        runner: Runner::new(space, objective),
+        options: *options,
+        path: Vec::new(),
+    };
     let mut fixed = Config(space.params().iter().map(|p| p.values()[0]).collect());
     let mut best = s.level(0, &mut fixed);
     let descent_runs = s.runner.runs();
@@ -182,7 +196,9 @@ impl<O: Objective + ?Sized> Search<'_, O> {
     }
 
     fn any_feasible(&self, inner: &[usize], probe: &mut Config) -> bool {
-        let Some((&p, rest)) = inner.split_first() else { return self.runner.feasible(probe) };
+        let Some((&p, rest)) = inner.split_first() else {
+            return self.runner.feasible(probe);
+        };
         let values = self.runner.space.params()[p].values();
         let saved = probe.0[p];
         let found = values.iter().any(|v| {
@@ -215,9 +231,14 @@ impl<O: Objective + ?Sized> Search<'_, O> {
             for &p in &order {
                 loop {
                     let values = space.params()[p].values();
-                    let Some(i) = values.iter().position(|v| *v == best.0[p]) else { break };
+                    let Some(i) = values.iter().position(|v| *v == best.0[p]) else {
+                        break;
+                    };
                     let mut moved = None;
-                    for j in [i.checked_sub(1), Some(i + 1).filter(|&j| j < values.len())].into_iter().flatten() {
+                    for j in [i.checked_sub(1), Some(i + 1).filter(|&j| j < values.len())]
+                        .into_iter()
+                        .flatten()
+                    {
                         let mut c = best.clone();
                         c.0[p] = values[j];
                         let c = self.runner.cost(&c).0;
@@ -227,7 +248,13 @@ impl<O: Objective + ?Sized> Search<'_, O> {
                         }
                     }
                     let Some((j, c)) = moved else { break };
-                    self.path.push(Step { param: p, from: best.0[p], to: values[j], config: c.clone(), refinement: true });
+                    self.path.push(Step {
+                        param: p,
+                        from: best.0[p],
+                        to: values[j],
+                        config: c.clone(),
+                        refinement: true,
+                    });
                     best = c;
                     improved = true;
                 }

@@ -20,7 +20,10 @@ pub struct GridResult {
 impl GridResult {
     /// The best configuration, unless every one failed.
     pub fn best(&self) -> Option<(&Config, f64)> {
-        self.ranked.first().filter(|(_, c)| c.is_finite()).map(|(c, x)| (c, *x))
+        self.ranked
+            .first()
+            .filter(|(_, c)| c.is_finite())
+            .map(|(c, x)| (c, *x))
     }
 
     /// Rank of `config` (1 = best; tied costs share the better rank), or
@@ -32,15 +35,31 @@ impl GridResult {
 
     /// Cost of `config` in the grid.
     pub fn cost_of(&self, config: &Config) -> Option<f64> {
-        self.ranked.iter().find(|(c, _)| c == config).map(|(_, x)| *x)
+        self.ranked
+            .iter()
+            .find(|(c, _)| c == config)
+            .map(|(_, x)| *x)
     }
 }
 
 /// Measures every canonical configuration of `space` once.
 pub fn grid_search<O: Objective + ?Sized>(space: &Space, objective: &mut O) -> GridResult {
     let mut runner = Runner::new(space, objective);
-    let mut ranked: Vec<(Config, f64)> = space.configurations().into_iter().map(|c| runner.cost(&c)).collect();
+    let mut ranked: Vec<(Config, f64)> = space
+        .configurations()
+        .into_iter()
+        .map(|c| runner.cost(&c))
+        .collect();
     ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let trials = runner.trace.iter().filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. })).count();
-    GridResult { ranked, trials, wall: runner.elapsed(), trace: runner.trace }
+    let trials = runner
+        .trace
+        .iter()
+        .filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. }))
+        .count();
+    GridResult {
+        ranked,
+        trials,
+        wall: runner.elapsed(),
+        trace: runner.trace,
+    }
 }

@@ -56,12 +56,17 @@ impl Param {
         if values.is_empty() {
             return Err(ParamError::Empty(name.into()));
         }
-        if values.iter().any(|v| matches!(v, Value::Bool(_))) && values.iter().any(|v| matches!(v, Value::Int(_))) {
+        if values.iter().any(|v| matches!(v, Value::Bool(_)))
+            && values.iter().any(|v| matches!(v, Value::Int(_)))
+        {
             return Err(ParamError::Mixed(name.into()));
         }
         values.sort_unstable();
         values.dedup();
-        Ok(Self { name: name.into(), values })
+        Ok(Self {
+            name: name.into(),
+            values,
+        })
     }
 
     /// A parameter over explicit integers.
@@ -82,17 +87,26 @@ impl Param {
         if lo <= 0 || lo > hi || lo.count_ones() != 1 || hi.count_ones() != 1 {
             return Err(ParamError::Range(name.into()));
         }
-        Self::ints(name, std::iter::successors(Some(lo), |v| v.checked_mul(2)).take_while(|v| *v <= hi))
+        Self::ints(
+            name,
+            std::iter::successors(Some(lo), |v| v.checked_mul(2)).take_while(|v| *v <= hi),
+        )
     }
 
     /// `false, true`.
     pub fn boolean(name: &str) -> Self {
-        Self { name: name.into(), values: vec![Value::Bool(false), Value::Bool(true)] }
+        Self {
+            name: name.into(),
+            values: vec![Value::Bool(false), Value::Bool(true)],
+        }
     }
 
     /// A single fixed value (a parameter that is not tuned, said so in reports).
     pub fn fixed(name: &str, value: Value) -> Self {
-        Self { name: name.into(), values: vec![value] }
+        Self {
+            name: name.into(),
+            values: vec![value],
+        }
     }
 
     /// The name.
@@ -141,7 +155,10 @@ pub struct Space {
 
 impl fmt::Debug for Space {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Space").field("params", &self.params).field("order", &self.order).finish_non_exhaustive()
+        f.debug_struct("Space")
+            .field("params", &self.params)
+            .field("order", &self.order)
+            .finish_non_exhaustive()
     }
 }
 
@@ -156,26 +173,35 @@ impl Space {
             }
         }
         let order = (0..params.len()).rev().collect();
-        Ok(Self { params, order, canonical: None })
+        Ok(Self {
+            params,
+            order,
+            canonical: None,
+        })
     }
 
     /// Sets the priority: parameter names from outermost (lowest priority)
     /// to innermost (highest).
     pub fn with_priority(mut self, outermost_first: &[&str]) -> Result<Self, ParamError> {
-        let order: Option<Vec<usize>> =
-            outermost_first.iter().map(|n| self.params.iter().position(|p| p.name == *n)).collect();
+        let order: Option<Vec<usize>> = outermost_first
+            .iter()
+            .map(|n| self.params.iter().position(|p| p.name == *n))
+            .collect();
         match order {
-            Some(mut o) if o.len() == self.params.len() && {
-                let mut s = o.clone();
-                s.sort_unstable();
-                s.dedup();
-                s.len() == o.len()
-            } =>
+            Some(mut o)
+                if o.len() == self.params.len() && {
+                    let mut s = o.clone();
+                    s.sort_unstable();
+                    s.dedup();
+                    s.len() == o.len()
+                } =>
             {
                 std::mem::swap(&mut self.order, &mut o);
                 Ok(self)
             }
-            _ => Err(ParamError::Priority(outermost_first.iter().map(|s| (*s).to_owned()).collect())),
+            _ => Err(ParamError::Priority(
+                outermost_first.iter().map(|s| (*s).to_owned()).collect(),
+            )),
         }
     }
 
@@ -229,12 +255,20 @@ impl Space {
                 .collect();
         }
         let mut seen = std::collections::HashSet::new();
-        out.into_iter().map(|c| self.canonicalize(&c)).filter(|c| seen.insert(c.clone())).collect()
+        out.into_iter()
+            .map(|c| self.canonicalize(&c))
+            .filter(|c| seen.insert(c.clone()))
+            .collect()
     }
 
     /// `name=value` pairs of a configuration, for reports.
     pub fn describe(&self, config: &Config) -> String {
-        self.params.iter().zip(&config.0).map(|(p, v)| format!("{}={v}", p.name)).collect::<Vec<_>>().join(" ")
+        self.params
+            .iter()
+            .zip(&config.0)
+            .map(|(p, v)| format!("{}={v}", p.name))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -244,8 +278,14 @@ mod tests {
 
     #[test]
     fn domains_are_sorted_and_checked() {
-        assert_eq!(Param::ints("a", [4, 1, 4, 2]).unwrap().values(), [Value::Int(1), Value::Int(2), Value::Int(4)]);
-        assert_eq!(Param::powers_of_two("p", 1, 2048).unwrap().values().len(), 12);
+        assert_eq!(
+            Param::ints("a", [4, 1, 4, 2]).unwrap().values(),
+            [Value::Int(1), Value::Int(2), Value::Int(4)]
+        );
+        assert_eq!(
+            Param::powers_of_two("p", 1, 2048).unwrap().values().len(),
+            12
+        );
         assert_eq!(Param::range("w", 2, 64, 2).unwrap().values().len(), 32);
         assert!(Param::ints("e", []).is_err());
         assert!(Param::powers_of_two("p", 3, 8).is_err());
@@ -256,13 +296,16 @@ mod tests {
 
     #[test]
     fn canonical_configurations_are_counted_once() {
-        let s = Space::new(vec![Param::ints("w", [0, 1, 2]).unwrap(), Param::ints("p", [1, 2]).unwrap()])
-            .unwrap()
-            .with_canonical(|c| {
-                if c.int(0) == 0 {
-                    c.0[1] = Value::Int(1);
-                }
-            });
+        let s = Space::new(vec![
+            Param::ints("w", [0, 1, 2]).unwrap(),
+            Param::ints("p", [1, 2]).unwrap(),
+        ])
+        .unwrap()
+        .with_canonical(|c| {
+            if c.int(0) == 0 {
+                c.0[1] = Value::Int(1);
+            }
+        });
         assert_eq!(s.configurations().len(), 5);
         assert!(s.clone().with_priority(&["w", "w"]).is_err());
         assert_eq!(s.with_priority(&["w", "p"]).unwrap().priority(), [0, 1]);

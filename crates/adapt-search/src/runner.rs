@@ -59,12 +59,22 @@ fn median(v: &[f64]) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
 }
 
 impl<'a, O: Objective + ?Sized> Runner<'a, O> {
     pub(crate) fn new(space: &'a Space, objective: &'a mut O) -> Self {
-        Self { space, objective, memo: HashMap::new(), trace: Vec::new(), started: Instant::now() }
+        Self {
+            space,
+            objective,
+            memo: HashMap::new(),
+            trace: Vec::new(),
+            started: Instant::now(),
+        }
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
@@ -73,12 +83,20 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
 
     /// Objective runs so far (repeats included; infeasible ones excluded).
     pub(crate) fn runs(&self) -> usize {
-        self.trace.iter().filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. })).count()
+        self.trace
+            .iter()
+            .filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. }))
+            .count()
     }
 
     fn run(&mut self, config: &Config, repeat: usize) -> Option<f64> {
         if let Err(reason) = self.objective.feasible(config) {
-            self.trace.push(Trial { config: config.clone(), outcome: Outcome::Infeasible { reason }, wall: Duration::ZERO, repeat });
+            self.trace.push(Trial {
+                config: config.clone(),
+                outcome: Outcome::Infeasible { reason },
+                wall: Duration::ZERO,
+                repeat,
+            });
             return None;
         }
         let t = Instant::now();
@@ -86,10 +104,25 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         let wall = t.elapsed();
         let (outcome, cost) = match result {
             Ok(c) if c.is_finite() => (Outcome::Cost { cost: c }, Some(c)),
-            Ok(c) => (Outcome::Failed { message: format!("non-finite cost {c}") }, None),
-            Err(e) => (Outcome::Failed { message: e.to_string() }, None),
+            Ok(c) => (
+                Outcome::Failed {
+                    message: format!("non-finite cost {c}"),
+                },
+                None,
+            ),
+            Err(e) => (
+                Outcome::Failed {
+                    message: e.to_string(),
+                },
+                None,
+            ),
         };
-        self.trace.push(Trial { config: config.clone(), outcome, wall, repeat });
+        self.trace.push(Trial {
+            config: config.clone(),
+            outcome,
+            wall,
+            repeat,
+        });
         cost
     }
 
@@ -115,7 +148,9 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
 
     /// Whether the canonical form of `config` may run (no trial is made).
     pub(crate) fn feasible(&self, config: &Config) -> bool {
-        self.objective.feasible(&self.space.canonicalize(config)).is_ok()
+        self.objective
+            .feasible(&self.space.canonicalize(config))
+            .is_ok()
     }
 
     fn repeats(&self, c: &Config) -> usize {
@@ -142,14 +177,21 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
     /// close call (relative difference below it) is re-measured, both sides,
     /// until it is no longer close or both have `max_repeats` measurements;
     /// then medians decide.
-    pub(crate) fn better(&mut self, a: &Config, b: &Config, threshold: f64, max_repeats: usize) -> bool {
+    pub(crate) fn better(
+        &mut self,
+        a: &Config,
+        b: &Config,
+        threshold: f64,
+        max_repeats: usize,
+    ) -> bool {
         loop {
             let (a, ca) = self.cost(a);
             let (b, cb) = self.cost(b);
             if a == b {
                 return false;
             }
-            let close = ca.is_finite() && cb.is_finite() && (ca - cb).abs() < threshold * ca.min(cb).abs();
+            let close =
+                ca.is_finite() && cb.is_finite() && (ca - cb).abs() < threshold * ca.min(cb).abs();
             let more = self.repeats(&a) < max_repeats || self.repeats(&b) < max_repeats;
             if !(threshold > 0.0 && close && more) {
                 return ca < cb;

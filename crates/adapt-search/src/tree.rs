@@ -30,7 +30,9 @@ impl Tree {
     /// Height of the subtree at `node` (a leaf has height 1).
     pub fn height_at(&self, node: usize) -> usize {
         let (l, r) = self.children[node];
-        1 + l.map_or(0, |l| self.height_at(l)).max(r.map_or(0, |r| self.height_at(r)))
+        1 + l
+            .map_or(0, |l| self.height_at(l))
+            .max(r.map_or(0, |r| self.height_at(r)))
     }
 
     /// Height of the tree.
@@ -42,7 +44,9 @@ impl Tree {
     pub fn is_avl(&self) -> bool {
         (0..self.children.len()).all(|n| {
             let (l, r) = self.children[n];
-            l.map_or(0, |l| self.height_at(l)).abs_diff(r.map_or(0, |r| self.height_at(r))) <= 1
+            l.map_or(0, |l| self.height_at(l))
+                .abs_diff(r.map_or(0, |r| self.height_at(r)))
+                <= 1
         })
     }
 }
@@ -75,7 +79,10 @@ mod tests {
         assert_eq!(t.children(6), (Some(3), Some(9)));
         // [1, 2, 4, 8]: root 4, left 2 (with child 1), right 8.
         let t = Tree::new(4);
-        assert_eq!((t.root(), t.children(2), t.children(1)), (2, (Some(1), Some(3)), (Some(0), None)));
+        assert_eq!(
+            (t.root(), t.children(2), t.children(1)),
+            (2, (Some(1), Some(3)), (Some(0), None))
+        );
     }
 
     #[test]
@@ -83,7 +90,11 @@ mod tests {
         for n in 1..300 {
             let t = Tree::new(n);
             assert!(t.is_avl(), "n={n}");
-            assert_eq!(t.height(), (usize::BITS - n.leading_zeros()) as usize, "n={n}");
+            assert_eq!(
+                t.height(),
+                (usize::BITS - n.leading_zeros()) as usize,
+                "n={n}"
+            );
         }
         // The paper's space: heights 6, 4, 2, 2.
         assert_eq!([33, 12, 2, 2].map(|n| Tree::new(n).height()), [6, 4, 2, 2]);

@@ -17,8 +17,8 @@ mod paint;
 pub use paint::{Painter, photo};
 
 use adapt_formats::{
-    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, write_batch, write_digiface_image,
-    write_meta,
+    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, write_batch,
+    write_digiface_image, write_meta,
 };
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -50,7 +50,10 @@ pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
 pub fn no_progress(_: u64) {}
 
 fn create_dir(dir: &Path) -> Result<(), SynthError> {
-    std::fs::create_dir_all(dir).map_err(|source| SynthError::Io { path: dir.to_owned(), source })
+    std::fs::create_dir_all(dir).map_err(|source| SynthError::Io {
+        path: dir.to_owned(),
+        source,
+    })
 }
 
 /// Sizes of a synthetic CIFAR-10.
@@ -67,7 +70,11 @@ pub struct Cifar10Spec {
 impl Default for Cifar10Spec {
     /// Full size: 50,000 train and 10,000 test records.
     fn default() -> Self {
-        Self { train: 50_000, test: 10_000, seed: 0 }
+        Self {
+            train: 50_000,
+            test: 10_000,
+            seed: 0,
+        }
     }
 }
 
@@ -101,7 +108,10 @@ pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<
                 (label, hwc_to_planar(&hwc, 32 * 32))
             })
             .collect();
-        write_batch(&dir.join(name), records.iter().map(|(l, px)| (*l, px.as_slice())))
+        write_batch(
+            &dir.join(name),
+            records.iter().map(|(l, px)| (*l, px.as_slice())),
+        )
     })?;
     write_meta(dir, &CIFAR10_CLASSES)?;
     Ok(())
@@ -109,7 +119,11 @@ pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<
 
 /// Generates a CIFAR-10 layout in `dir` unless one with the spec's sizes is
 /// already there and reads cleanly. Returns whether it generated.
-pub fn ensure_cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<bool, SynthError> {
+pub fn ensure_cifar10(
+    dir: &Path,
+    spec: Cifar10Spec,
+    progress: Progress<'_>,
+) -> Result<bool, SynthError> {
     use adapt_dataset::Dataset;
     let complete = matches!(
         (Cifar10::open(dir, Split::Train), Cifar10::open(dir, Split::Test)),
@@ -148,7 +162,12 @@ pub struct CelebASpec {
 impl Default for CelebASpec {
     /// 20,000 images of 1,000 identities (CelebA has about 20 per identity).
     fn default() -> Self {
-        Self { count: 20_000, identities: 1_000, quality: 90, seed: 0 }
+        Self {
+            count: 20_000,
+            identities: 1_000,
+            quality: 90,
+            seed: 0,
+        }
     }
 }
 
@@ -191,31 +210,39 @@ pub struct DigiFaceSpec {
 impl Default for DigiFaceSpec {
     /// 200 classes × 50 images.
     fn default() -> Self {
-        Self { classes: 200, per_class: 50, seed: 0 }
+        Self {
+            classes: 200,
+            per_class: 50,
+            seed: 0,
+        }
     }
 }
 
 /// Writes a DigiFace1M layout into `root`: `<class>/<n>.png`, 112×112 RGBA.
 pub fn digiface(root: &Path, spec: DigiFaceSpec, progress: Progress<'_>) -> Result<(), SynthError> {
     if spec.classes == 0 || spec.per_class == 0 {
-        return Err(SynthError::InvalidArgument(format!("DigiFace1M needs at least one image; got {spec:?}")));
+        return Err(SynthError::InvalidArgument(format!(
+            "DigiFace1M needs at least one image; got {spec:?}"
+        )));
     }
     create_dir(root)?;
-    (0..spec.classes * spec.per_class).into_par_iter().try_for_each(|i| {
-        let (class, n) = (i / spec.per_class, i % spec.per_class);
-        let mut p = Painter::new(spec.seed, "digiface", i as u64);
-        let rgb = p.face(112, 112, class as u64);
-        // Rendered faces on a transparent background: alpha is opaque on
-        // the face, partly transparent towards the corners.
-        let mut rgba = Vec::with_capacity(112 * 112 * 4);
-        for (j, px) in rgb.chunks_exact(3).enumerate() {
-            let (x, y) = ((j % 112) as f32 - 55.5, (j / 112) as f32 - 55.5);
-            let r = (x * x + y * y).sqrt() / 79.0;
-            rgba.extend_from_slice(px);
-            rgba.push((255.0 * (1.4 - r).clamp(0.0, 1.0)) as u8);
-        }
-        write_digiface_image(root, class as u64, n as u64, &rgba, 112)?;
-        progress(1);
-        Ok(())
-    })
+    (0..spec.classes * spec.per_class)
+        .into_par_iter()
+        .try_for_each(|i| {
+            let (class, n) = (i / spec.per_class, i % spec.per_class);
+            let mut p = Painter::new(spec.seed, "digiface", i as u64);
+            let rgb = p.face(112, 112, class as u64);
+            // Rendered faces on a transparent background: alpha is opaque on
+            // the face, partly transparent towards the corners.
+            let mut rgba = Vec::with_capacity(112 * 112 * 4);
+            for (j, px) in rgb.chunks_exact(3).enumerate() {
+                let (x, y) = ((j % 112) as f32 - 55.5, (j / 112) as f32 - 55.5);
+                let r = (x * x + y * y).sqrt() / 79.0;
+                rgba.extend_from_slice(px);
+                rgba.push((255.0 * (1.4 - r).clamp(0.0, 1.0)) as u8);
+            }
+            write_digiface_image(root, class as u64, n as u64, &rgba, 112)?;
+            progress(1);
+            Ok(())
+        })
 }

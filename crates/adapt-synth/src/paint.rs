@@ -17,14 +17,18 @@ fn mix(mut z: u64) -> u64 {
 }
 
 fn tag_hash(tag: &str) -> u64 {
-    tag.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    tag.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 impl Painter {
     /// The painter of image `index` of dataset `tag` under `seed`.
     pub fn new(seed: u64, tag: &str, index: u64) -> Self {
         let s = mix(mix(seed ^ tag_hash(tag)).wrapping_add(index));
-        Self { rng: ChaCha8Rng::seed_from_u64(s) }
+        Self {
+            rng: ChaCha8Rng::seed_from_u64(s),
+        }
     }
 
     /// A uniform integer below `n` (n > 0).
@@ -33,7 +37,11 @@ impl Painter {
     }
 
     fn colour(&mut self) -> [f32; 3] {
-        [self.rng.random_range(0.0..255.0), self.rng.random_range(0.0..255.0), self.rng.random_range(0.0..255.0)]
+        [
+            self.rng.random_range(0.0..255.0),
+            self.rng.random_range(0.0..255.0),
+            self.rng.random_range(0.0..255.0),
+        ]
     }
 
     /// A photo-like interleaved RGB image: a two-colour gradient, soft
@@ -47,7 +55,10 @@ impl Painter {
         img.gradient(blend(a, tint, 0.4), blend(b, tint, 0.4), angle);
         for _ in 0..self.rng.random_range(3..8) {
             let c = blend(self.colour(), tint, 0.3);
-            let (cx, cy) = (self.rng.random_range(0.0..width as f32), self.rng.random_range(0.0..height as f32));
+            let (cx, cy) = (
+                self.rng.random_range(0.0..width as f32),
+                self.rng.random_range(0.0..height as f32),
+            );
             let (rx, ry) = (
                 self.rng.random_range(0.08..0.4) * width as f32,
                 self.rng.random_range(0.08..0.4) * height as f32,
@@ -70,11 +81,18 @@ impl Painter {
         img.gradient(a, b, self.rng.random_range(0.0..std::f32::consts::TAU));
         for _ in 0..self.rng.random_range(2..5) {
             let c = self.colour();
-            let (cx, cy) = (self.rng.random_range(0.0..width as f32), self.rng.random_range(0.0..height as f32));
+            let (cx, cy) = (
+                self.rng.random_range(0.0..width as f32),
+                self.rng.random_range(0.0..height as f32),
+            );
             img.ellipse(cx, cy, width as f32 * 0.2, height as f32 * 0.15, c, 0.6);
         }
         let mut who = Painter::new(identity, "identity", 0);
-        let skin = [who.rng.random_range(120.0..240.0), who.rng.random_range(80.0..190.0), who.rng.random_range(60.0..170.0)];
+        let skin = [
+            who.rng.random_range(120.0..240.0),
+            who.rng.random_range(80.0..190.0),
+            who.rng.random_range(60.0..170.0),
+        ];
         let eyes = who.colour();
         let (w, h) = (width as f32, height as f32);
         let jitter = |p: &mut Painter, v: f32| v + p.rng.random_range(-0.03..0.03) * w;
@@ -82,7 +100,14 @@ impl Painter {
         img.ellipse(cx, cy, w * 0.3, h * 0.36, skin, 1.0);
         img.ellipse(cx - w * 0.11, cy - h * 0.08, w * 0.05, h * 0.03, eyes, 1.0);
         img.ellipse(cx + w * 0.11, cy - h * 0.08, w * 0.05, h * 0.03, eyes, 1.0);
-        img.ellipse(cx, cy + h * 0.17, w * 0.1, h * 0.025, blend(skin, [90.0, 20.0, 30.0], 0.6), 1.0);
+        img.ellipse(
+            cx,
+            cy + h * 0.17,
+            w * 0.1,
+            h * 0.025,
+            blend(skin, [90.0, 20.0, 30.0], 0.6),
+            1.0,
+        );
         self.finish(img)
     }
 
@@ -104,7 +129,11 @@ pub fn photo(seed: u64, index: u64, width: u32, height: u32) -> Vec<u8> {
 }
 
 fn blend(a: [f32; 3], b: [f32; 3], t: f32) -> [f32; 3] {
-    [a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t]
+    [
+        a[0] + (b[0] - a[0]) * t,
+        a[1] + (b[1] - a[1]) * t,
+        a[2] + (b[2] - a[2]) * t,
+    ]
 }
 
 struct Canvas {
@@ -115,7 +144,11 @@ struct Canvas {
 
 impl Canvas {
     fn new(width: u32, height: u32) -> Self {
-        Self { w: width as usize, h: height as usize, px: vec![0.0; width as usize * height as usize * 3] }
+        Self {
+            w: width as usize,
+            h: height as usize,
+            px: vec![0.0; width as usize * height as usize * 3],
+        }
     }
 
     fn gradient(&mut self, a: [f32; 3], b: [f32; 3], angle: f32) {

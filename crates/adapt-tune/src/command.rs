@@ -12,20 +12,14 @@ use std::time::Instant;
 /// the last lines of output.
 pub struct CommandObjective {
     template: String,
-    on_trial: Option<Box<dyn FnMut(&Knobs, Option<f64>)>>,
 }
 
 impl CommandObjective {
     /// An objective from a command template.
     pub fn new(template: &str) -> Self {
-        Self { template: template.to_owned(), on_trial: None }
-    }
-
-    /// Calls `f` after every trial.
-    #[must_use]
-    pub fn on_trial(mut self, f: impl FnMut(&Knobs, Option<f64>) + 'static) -> Self {
-        self.on_trial = Some(Box::new(f));
-        self
+        Self {
+            template: template.to_owned(),
+        }
     }
 
     /// The command line for some knobs (PyTorch spelling of booleans).
@@ -33,7 +27,14 @@ impl CommandObjective {
         let py = |b: bool| if b { "True" } else { "False" };
         self.template
             .replace("{num_workers}", &k.num_workers.to_string())
-            .replace("{prefetch_factor}", &if k.num_workers == 0 { "None".into() } else { k.prefetch_factor.to_string() })
+            .replace(
+                "{prefetch_factor}",
+                &if k.num_workers == 0 {
+                    "None".into()
+                } else {
+                    k.prefetch_factor.to_string()
+                },
+            )
             .replace("{pin_memory}", py(k.pin_memory))
             .replace("{persistent_workers}", py(k.persistent_workers))
     }
@@ -41,25 +42,33 @@ impl CommandObjective {
     fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
         let start = Instant::now();
-        let out = Command::new("sh").arg("-c").arg(&line).output().map_err(|e| format!("cannot run `{line}`: {e}"))?;
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .output()
+            .map_err(|e| format!("cannot run `{line}`: {e}"))?;
         let secs = start.elapsed().as_secs_f64();
         if out.status.success() {
             return Ok(secs);
         }
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         let tail: Vec<&str> = text.lines().rev().take(5).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        Err(format!("`{line}` exited with {}; last output: {}", out.status, tail.join(" | ")).into())
+        Err(format!(
+            "`{line}` exited with {}; last output: {}",
+            out.status,
+            tail.join(" | ")
+        )
+        .into())
     }
 }
 
 impl Objective for CommandObjective {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
-        let k = KnobSpace::knobs(config);
-        let r = self.run(&k);
-        if let Some(f) = &mut self.on_trial {
-            f(&k, r.as_ref().ok().copied());
-        }
-        r
+        self.run(&KnobSpace::knobs(config))
     }
 }

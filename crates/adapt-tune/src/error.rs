@@ -17,7 +17,9 @@ pub enum TuneError {
     #[error("{0}")]
     InvalidOption(String),
     /// No configuration of the space fits the memory budget.
-    #[error("no configuration fits the memory budget of {budget} bytes (one batch is {batch_bytes} bytes)")]
+    #[error(
+        "no configuration fits the memory budget of {budget} bytes (one batch is {batch_bytes} bytes)"
+    )]
     BudgetTooSmall {
         /// The budget.
         budget: u64,
@@ -39,6 +41,9 @@ pub enum TuneError {
 
 impl TuneError {
     pub(crate) fn file(path: &std::path::Path, e: impl std::fmt::Display) -> Self {
-        TuneError::File { path: path.to_owned(), message: e.to_string() }
+        TuneError::File {
+            path: path.to_owned(),
+            message: e.to_string(),
+        }
     }
 }

@@ -32,5 +32,7 @@ pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay};
 pub use report::{ConfigTime, Report, RunReport, SearchCost};
-pub use space::{Budget, Knobs, KnobSpace};
-pub use tuner::{DatasetChoice, Strategy, TuneOptions, dataset_fingerprint, open_dataset, run, tune_command};
+pub use space::{Budget, KnobSpace, Knobs};
+pub use tuner::{
+    DatasetChoice, Strategy, TuneOptions, dataset_fingerprint, open_dataset, run, tune_command,
+};

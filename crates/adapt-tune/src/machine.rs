@@ -20,7 +20,12 @@ impl Machine {
     pub fn detect() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (total, available) = meminfo().unwrap_or((8 << 30, 4 << 30));
-        Self { cores, memory_bytes: total, available_bytes: available, gpu: None }
+        Self {
+            cores,
+            memory_bytes: total,
+            available_bytes: available,
+            gpu: None,
+        }
     }
 
     /// Whether a profile measured on `other` applies here: same cores, same
@@ -36,7 +41,11 @@ fn meminfo() -> Option<(u64, u64)> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let field = |name: &str| -> Option<u64> {
         let line = text.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
+        line.split_whitespace()
+            .nth(1)?
+            .parse::<u64>()
+            .ok()
+            .map(|kib| kib * 1024)
     };
     Some((field("MemTotal:")?, field("MemAvailable:")?))
 }

@@ -19,13 +19,26 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), TuneError> {
             .iter()
             .filter_map(|t| {
                 let s = t.seconds?;
-                Some((t.config.num_workers as f64, (t.config.prefetch_factor as f64).log2(), s, t.config.persistent_workers))
+                Some((
+                    t.config.num_workers as f64,
+                    (t.config.prefetch_factor as f64).log2(),
+                    s,
+                    t.config.persistent_workers,
+                ))
             })
             .collect();
         let max_w = points.iter().map(|p| p.0).fold(1.0, f64::max);
-        let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| (l.min(p.2), h.max(p.2)));
+        let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+            (l.min(p.2), h.max(p.2))
+        });
         let mut chart = ChartBuilder::on(&area)
-            .caption(format!("batch size {}: trials (green fast, red slow), AVL path in blue", run.batch_size), ("sans-serif", 18))
+            .caption(
+                format!(
+                    "batch size {}: trials (green fast, red slow), AVL path in blue",
+                    run.batch_size
+                ),
+                ("sans-serif", 18),
+            )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(48)
@@ -38,14 +51,28 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), TuneError> {
             .draw()
             .map_err(|e| err(&e))?;
         let colour = |s: f64| {
-            let t = if hi > lo { ((s - lo) / (hi - lo)).clamp(0.0, 1.0) } else { 0.0 };
+            let t = if hi > lo {
+                ((s - lo) / (hi - lo)).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
             RGBColor((255.0 * t) as u8, (200.0 * (1.0 - t)) as u8, 40)
         };
         chart
-            .draw_series(points.iter().filter(|p| p.3).map(|p| Circle::new((p.0 + 0.12, p.1), 5, colour(p.2).filled())))
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.3)
+                    .map(|p| Circle::new((p.0 + 0.12, p.1), 5, colour(p.2).filled())),
+            )
             .map_err(|e| err(&e))?;
         chart
-            .draw_series(points.iter().filter(|p| !p.3).map(|p| Cross::new((p.0 - 0.12, p.1), 5, colour(p.2).stroke_width(2))))
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| !p.3)
+                    .map(|p| Cross::new((p.0 - 0.12, p.1), 5, colour(p.2).stroke_width(2))),
+            )
             .map_err(|e| err(&e))?;
         let path_pts: Vec<(f64, f64)> = run
             .avl_path
@@ -53,7 +80,9 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), TuneError> {
             .map(|k| (k.num_workers as f64, (k.prefetch_factor as f64).log2()))
             .collect();
         if !path_pts.is_empty() {
-            chart.draw_series(LineSeries::new(path_pts, BLUE.stroke_width(2))).map_err(|e| err(&e))?;
+            chart
+                .draw_series(LineSeries::new(path_pts, BLUE.stroke_width(2)))
+                .map_err(|e| err(&e))?;
         }
         let a = &run.adapt.config;
         chart

@@ -43,13 +43,20 @@ impl Profile {
     pub fn load(path: &Path) -> Result<Self, TuneError> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let p: Profile = serde_json::from_str(&text).map_err(|e| TuneError::file(path, format!("corrupt profile: {e}")))?;
+                let p: Profile = serde_json::from_str(&text)
+                    .map_err(|e| TuneError::file(path, format!("corrupt profile: {e}")))?;
                 if p.version != 1 {
-                    return Err(TuneError::file(path, format!("profile version {} is not 1", p.version)));
+                    return Err(TuneError::file(
+                        path,
+                        format!("profile version {} is not 1", p.version),
+                    ));
                 }
                 Ok(p)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Profile { version: 1, entries: Vec::new() }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Profile {
+                version: 1,
+                entries: Vec::new(),
+            }),
             Err(e) => Err(TuneError::file(path, e)),
         }
     }
@@ -58,22 +65,33 @@ impl Profile {
     pub fn save(&self, path: &Path) -> Result<(), TuneError> {
         let text = serde_json::to_string_pretty(self).map_err(|e| TuneError::file(path, e))?;
         let tmp = path.with_extension("partial");
-        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path)).map_err(|e| TuneError::file(path, e))
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| TuneError::file(path, e))
     }
 
     /// The entry for this dataset and batch size measured on a machine that
     /// matches `machine`. Entries from other machines are not used.
-    pub fn lookup(&self, dataset: &str, batch_size: usize, machine: &Machine) -> Option<&ProfileEntry> {
-        self.entries
-            .iter()
-            .find(|e| e.key.dataset == dataset && e.key.batch_size == batch_size && e.key.machine.matches(machine))
+    pub fn lookup(
+        &self,
+        dataset: &str,
+        batch_size: usize,
+        machine: &Machine,
+    ) -> Option<&ProfileEntry> {
+        self.entries.iter().find(|e| {
+            e.key.dataset == dataset
+                && e.key.batch_size == batch_size
+                && e.key.machine.matches(machine)
+        })
     }
 
     /// Adds or replaces the entry with the same key.
     pub fn insert(&mut self, entry: ProfileEntry) {
         self.version = 1;
         self.entries.retain(|e| {
-            !(e.key.dataset == entry.key.dataset && e.key.batch_size == entry.key.batch_size && e.key.machine.matches(&entry.key.machine))
+            !(e.key.dataset == entry.key.dataset
+                && e.key.batch_size == entry.key.batch_size
+                && e.key.machine.matches(&entry.key.machine))
         });
         self.entries.push(entry);
     }
@@ -81,7 +99,12 @@ impl Profile {
     /// A loader configuration from a saved entry: `base` with the tuned
     /// knobs applied, or `None` when the profile has nothing for this
     /// dataset, batch size and machine.
-    pub fn loader_config(&self, dataset: &str, base: &LoaderConfig, machine: &Machine) -> Option<LoaderConfig> {
+    pub fn loader_config(
+        &self,
+        dataset: &str,
+        base: &LoaderConfig,
+        machine: &Machine,
+    ) -> Option<LoaderConfig> {
         let e = self.lookup(dataset, base.batch_size, machine)?;
         let mut c = base.clone();
         e.knobs.apply(&mut c);

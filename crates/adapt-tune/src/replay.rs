@@ -36,18 +36,35 @@ struct Recorded<'a> {
 
 impl Objective for Recorded<'_> {
     fn feasible(&self, config: &Config) -> Result<(), String> {
-        if self.costs.contains_key(&KnobSpace::knobs(config)) { Ok(()) } else { Err("not in the recorded grid".into()) }
+        if self.costs.contains_key(&KnobSpace::knobs(config)) {
+            Ok(())
+        } else {
+            Err("not in the recorded grid".into())
+        }
     }
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
-        let c = self.costs.get(&KnobSpace::knobs(config)).copied().ok_or("not recorded")?;
-        let m = if self.noise > 0.0 { self.rng.random_range(1.0 - self.noise..1.0 + self.noise) } else { 1.0 };
+        let c = self
+            .costs
+            .get(&KnobSpace::knobs(config))
+            .copied()
+            .ok_or("not recorded")?;
+        let m = if self.noise > 0.0 {
+            self.rng.random_range(1.0 - self.noise..1.0 + self.noise)
+        } else {
+            1.0
+        };
         Ok(c * m)
     }
 }
 
 /// Runs each `(label, options)` over `seeds` seeds on every recorded grid of
 /// `report`, with a multiplicative noise of ±`noise` (0 = none).
-pub fn replay(report: &Report, strategies: &[(&str, AvlOptions)], seeds: usize, noise: f64) -> Result<Vec<ReplayStats>, TuneError> {
+pub fn replay(
+    report: &Report,
+    strategies: &[(&str, AvlOptions)],
+    seeds: usize,
+    noise: f64,
+) -> Result<Vec<ReplayStats>, TuneError> {
     let mut out = Vec::new();
     for run in &report.runs {
         if run.grid.is_empty() {
@@ -56,7 +73,12 @@ pub fn replay(report: &Report, strategies: &[(&str, AvlOptions)], seeds: usize, 
                 run.batch_size
             )));
         }
-        let costs: HashMap<Knobs, f64> = run.grid.iter().filter(|c| c.seconds.is_finite()).map(|c| (c.config, c.seconds)).collect();
+        let costs: HashMap<Knobs, f64> = run
+            .grid
+            .iter()
+            .filter(|c| c.seconds.is_finite())
+            .map(|c| (c.config, c.seconds))
+            .collect();
         let best = costs.values().copied().fold(f64::INFINITY, f64::min);
         let workers: Vec<i64> = {
             let mut w: Vec<i64> = costs.keys().map(|k| k.num_workers as i64).collect();
@@ -69,11 +91,18 @@ pub fn replay(report: &Report, strategies: &[(&str, AvlOptions)], seeds: usize, 
         for (label, options) in strategies {
             let (mut within, mut exact, mut trials) = (0usize, 0usize, 0usize);
             for seed in 0..seeds {
-                let mut obj = Recorded { costs: &costs, noise, rng: ChaCha8Rng::seed_from_u64(seed as u64) };
+                let mut obj = Recorded {
+                    costs: &costs,
+                    noise,
+                    rng: ChaCha8Rng::seed_from_u64(seed as u64),
+                };
                 let r = avl_search(space.space(), &mut obj, options);
                 trials += r.trials;
                 if let Some(pick) = r.best {
-                    let c = costs.get(&KnobSpace::knobs(&pick)).copied().unwrap_or(f64::INFINITY);
+                    let c = costs
+                        .get(&KnobSpace::knobs(&pick))
+                        .copied()
+                        .unwrap_or(f64::INFINITY);
                     within += usize::from(c <= best * 1.05);
                     exact += usize::from(c == best);
                 }

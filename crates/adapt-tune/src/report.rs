@@ -138,7 +138,9 @@ impl Report {
         for r in &self.runs {
             s += &format!("\nbatch size {}\n", r.batch_size);
             s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
-            let row = |name: &str, c: &ConfigTime| format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config);
+            let row = |name: &str, c: &ConfigTime| {
+                format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
+            };
             s += &row("default", &r.default);
             s += &row("recommended", &r.recommended);
             if let Some(o) = &r.optimal {
@@ -150,7 +152,11 @@ impl Report {
                 r.speedup_vs_default, r.speedup_vs_recommended
             );
             if let (Some(rank), Some(ratio)) = (r.adapt_rank, r.adapt_over_optimal) {
-                s += &format!("; rank {rank} of {} in the grid, {:.1}% from the optimum", r.grid_size, (ratio - 1.0) * 100.0);
+                s += &format!(
+                    "; rank {rank} of {} in the grid, {:.1}% from the optimum",
+                    r.grid_size,
+                    (ratio - 1.0) * 100.0
+                );
             }
             s += "\n";
             for f in &r.failures {
@@ -166,7 +172,10 @@ impl Report {
                         r.search.grid_over_avl.unwrap_or(f64::NAN)
                     );
                 }
-                s += &format!("; {} of {} configurations over the memory budget\n", r.pruned, r.grid_size);
+                s += &format!(
+                    "; {} of {} configurations over the memory budget\n",
+                    r.pruned, r.grid_size
+                );
             }
         }
         s

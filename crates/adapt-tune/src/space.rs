@@ -22,11 +22,21 @@ pub struct Knobs {
 
 impl Knobs {
     /// PyTorch's defaults: no workers.
-    pub const DEFAULT: Knobs = Knobs { num_workers: 0, prefetch_factor: 2, pin_memory: false, persistent_workers: false };
+    pub const DEFAULT: Knobs = Knobs {
+        num_workers: 0,
+        prefetch_factor: 2,
+        pin_memory: false,
+        persistent_workers: false,
+    };
 
     /// The paper's "recommended" values: half the cores, prefetch 2.
     pub fn recommended(machine: &Machine) -> Knobs {
-        Knobs { num_workers: (machine.cores / 2).max(1), prefetch_factor: 2, pin_memory: false, persistent_workers: false }
+        Knobs {
+            num_workers: (machine.cores / 2).max(1),
+            prefetch_factor: 2,
+            pin_memory: false,
+            persistent_workers: false,
+        }
     }
 
     /// Sets these knobs on a loader configuration (PyTorch's rules: no
@@ -55,7 +65,12 @@ impl std::fmt::Display for Knobs {
     }
 }
 
-const NAMES: [&str; 4] = ["num_workers", "prefetch_factor", "pin_memory", "persistent_workers"];
+const NAMES: [&str; 4] = [
+    "num_workers",
+    "prefetch_factor",
+    "pin_memory",
+    "persistent_workers",
+];
 
 /// The knob space of one machine.
 #[derive(Clone, Debug)]
@@ -80,12 +95,16 @@ impl KnobSpace {
         let pin = if cuda {
             Param::boolean(NAMES[2])
         } else {
-            notes.push("pin_memory fixed off: no CUDA device, pinning would only cost time".to_owned());
+            notes.push(
+                "pin_memory fixed off: no CUDA device, pinning would only cost time".to_owned(),
+            );
             Param::fixed(NAMES[2], Value::Bool(false))
         };
         let params = vec![
-            Param::ints(NAMES[0], workers).unwrap_or_else(|_| Param::fixed(NAMES[0], Value::Int(0))),
-            Param::powers_of_two(NAMES[1], 1, 2048).unwrap_or_else(|_| Param::fixed(NAMES[1], Value::Int(2))),
+            Param::ints(NAMES[0], workers)
+                .unwrap_or_else(|_| Param::fixed(NAMES[0], Value::Int(0))),
+            Param::powers_of_two(NAMES[1], 1, 2048)
+                .unwrap_or_else(|_| Param::fixed(NAMES[1], Value::Int(2))),
             pin,
             Param::boolean(NAMES[3]),
         ];
@@ -139,8 +158,8 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// Bytes a configuration holds at once: `(num_workers × prefetch_factor
-    /// + 1) × batch bytes`. Pinned buffers are these same buffers (workers
+    /// Bytes a configuration holds at once: (`num_workers ×
+    /// prefetch_factor` + 1) × batch bytes. Pinned buffers are these same buffers (workers
     /// collate straight into them), page-locked, so they count once.
     pub fn bytes_for(&self, k: &Knobs) -> u64 {
         k.batches_in_memory().saturating_mul(self.batch_bytes)
@@ -152,7 +171,11 @@ impl Budget {
         if need <= self.bytes {
             Ok(())
         } else {
-            Err(format!("needs {} MiB in flight, budget {} MiB", need >> 20, self.bytes >> 20))
+            Err(format!(
+                "needs {} MiB in flight, budget {} MiB",
+                need >> 20,
+                self.bytes >> 20
+            ))
         }
     }
 }
@@ -179,19 +202,37 @@ mod tests {
 
     #[test]
     fn two_cores_give_97_canonical_configurations_without_cuda() {
-        let m = Machine { cores: 2, memory_bytes: 1 << 34, available_bytes: 1 << 33, gpu: None };
+        let m = Machine {
+            cores: 2,
+            memory_bytes: 1 << 34,
+            available_bytes: 1 << 33,
+            gpu: None,
+        };
         let s = KnobSpace::for_machine(&m);
         // 1 (no workers) + 4 workers × 12 prefetch × 2 persistent.
         assert_eq!(s.space().configurations().len(), 97);
         assert_eq!(s.notes.len(), 1);
-        let k = Knobs { num_workers: 0, prefetch_factor: 64, pin_memory: false, persistent_workers: true };
+        let k = Knobs {
+            num_workers: 0,
+            prefetch_factor: 64,
+            pin_memory: false,
+            persistent_workers: true,
+        };
         assert_eq!(KnobSpace::knobs(&s.config(&k)), Knobs::DEFAULT);
     }
 
     #[test]
     fn budget_counts_batches_in_flight_plus_one() {
-        let b = Budget { bytes: 10 * 1000, batch_bytes: 1000 };
-        let k = |w, p| Knobs { num_workers: w, prefetch_factor: p, pin_memory: false, persistent_workers: false };
+        let b = Budget {
+            bytes: 10 * 1000,
+            batch_bytes: 1000,
+        };
+        let k = |w, p| Knobs {
+            num_workers: w,
+            prefetch_factor: p,
+            pin_memory: false,
+            persistent_workers: false,
+        };
         assert!(b.check(&k(4, 2)).is_ok()); // 9 batches
         assert!(b.check(&k(3, 4)).is_err()); // 13 batches
         assert!(b.check(&k(0, 2)).is_ok()); // 2 batches

@@ -4,13 +4,15 @@ use crate::monitor::time_loader;
 use crate::report::{Searches, TraceEntry};
 use crate::space::Budgeted;
 use crate::{
-    Budget, CommandObjective, ConfigTime, KnobSpace, Knobs, LoaderObjective, Machine, Profile, ProfileEntry, ProfileKey,
-    Report, RunReport, SearchCost, TrialSpec, TuneError,
+    Budget, CommandObjective, ConfigTime, KnobSpace, Knobs, LoaderObjective, Machine, Profile,
+    ProfileEntry, ProfileKey, Report, RunReport, SearchCost, TrialSpec, TuneError,
 };
 use adapt_dataset::{Concat, Dataset, Normalize};
 use adapt_formats::{CelebA, CelebAOptions, DatasetKind, DigiFace, DigiFaceOptions, OpenOptions};
 use adapt_loader::LoaderConfig;
-use adapt_search::{AvlOptions, Config, NoisePolicy, Objective, Outcome, Trial, avl_search, grid_search};
+use adapt_search::{
+    AvlOptions, Config, NoisePolicy, Objective, Outcome, Trial, avl_search, grid_search,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,7 +77,13 @@ impl Default for TuneOptions {
             strategy: Strategy::Avl,
             budget_bytes: None,
             trial: TrialSpec::default(),
-            avl: AvlOptions { refine: true, noise: NoisePolicy { threshold: 0.05, max_repeats: 3 } },
+            avl: AvlOptions {
+                refine: true,
+                noise: NoisePolicy {
+                    threshold: 0.05,
+                    max_repeats: 3,
+                },
+            },
             final_repeats: 3,
             final_samples: None,
             profile: None,
@@ -92,17 +100,31 @@ pub fn open_dataset(kind: &str, path: &Path) -> Result<(Arc<dyn Dataset>, Normal
     if kind.eq_ignore_ascii_case("celeba+digiface") {
         let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
         let offset = celeba.num_classes().unwrap_or(0) as i64;
-        let digi = DigiFace::open(&path.join("digiface"), DigiFaceOptions { class_offset: offset })?;
+        let digi = DigiFace::open(
+            &path.join("digiface"),
+            DigiFaceOptions {
+                class_offset: offset,
+            },
+        )?;
         let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(celeba), Arc::new(digi)];
-        return Ok((Arc::new(Concat::new(parts)), DatasetKind::CelebA.default_normalize()));
+        return Ok((
+            Arc::new(Concat::new(parts)),
+            DatasetKind::CelebA.default_normalize(),
+        ));
     }
     let k: DatasetKind = kind.parse().map_err(|e: adapt_formats::UnknownDataset| {
         TuneError::InvalidOption(format!("{e} (or celeba+digiface)"))
     })?;
     if !path.exists() {
-        return Err(TuneError::InvalidOption(format!("dataset path {} does not exist", path.display())));
+        return Err(TuneError::InvalidOption(format!(
+            "dataset path {} does not exist",
+            path.display()
+        )));
     }
-    Ok((adapt_formats::open(k, path, &OpenOptions::default())?, k.default_normalize()))
+    Ok((
+        adapt_formats::open(k, path, &OpenOptions::default())?,
+        k.default_normalize(),
+    ))
 }
 
 /// A short, stable identity of a dataset: format, canonical path, length,
@@ -117,16 +139,22 @@ pub fn dataset_fingerprint(kind: &str, path: &Path, ds: &dyn Dataset) -> String 
         ds.source(0),
         ds.source(ds.len().saturating_sub(1))
     );
-    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     format!("{kind}-{}-{h:016x}", ds.len())
 }
 
 fn check_options(options: &TuneOptions) -> Result<(), TuneError> {
     if options.batch_sizes.is_empty() || options.batch_sizes.contains(&0) {
-        return Err(TuneError::InvalidOption("batch sizes must be at least 1".into()));
+        return Err(TuneError::InvalidOption(
+            "batch sizes must be at least 1".into(),
+        ));
     }
     if options.final_repeats == 0 {
-        return Err(TuneError::InvalidOption("the final comparison needs at least one repeat".into()));
+        return Err(TuneError::InvalidOption(
+            "the final comparison needs at least one repeat".into(),
+        ));
     }
     Ok(())
 }
@@ -136,8 +164,15 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
     check_options(options)?;
     let (kind, path) = match &options.dataset {
         DatasetChoice::DefaultCifar10(dir) => {
-            progress(&format!("checking the default CIFAR-10 under {}", dir.display()));
-            if adapt_synth::ensure_cifar10(dir, adapt_synth::Cifar10Spec::default(), &adapt_synth::no_progress)? {
+            progress(&format!(
+                "checking the default CIFAR-10 under {}",
+                dir.display()
+            ));
+            if adapt_synth::ensure_cifar10(
+                dir,
+                adapt_synth::Cifar10Spec::default(),
+                &adapt_synth::no_progress,
+            )? {
                 progress("generated full-size synthetic CIFAR-10 in the real binary layout");
             }
             ("cifar10".to_owned(), dir.clone())
@@ -146,7 +181,9 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
     };
     let (dataset, normalize) = open_dataset(&kind, &path)?;
     let shape = dataset.sample_shape().ok_or_else(|| {
-        TuneError::InvalidOption("the dataset's samples have no fixed size; tune it after a Resize".into())
+        TuneError::InvalidOption(
+            "the dataset's samples have no fixed size; tune it after a Resize".into(),
+        )
     })?;
     let machine = Machine::detect();
     let space = KnobSpace::for_machine(&machine);
@@ -157,7 +194,11 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
     };
     let budget_bytes = options.budget_bytes.unwrap_or(machine.available_bytes / 2);
     let final_samples = options.final_samples.unwrap_or(60_000).min(dataset.len());
-    let final_set: Arc<dyn Dataset> = Arc::new(crate::Subset::random(Arc::clone(&dataset), final_samples, options.trial.seed));
+    let final_set: Arc<dyn Dataset> = Arc::new(crate::Subset::random(
+        Arc::clone(&dataset),
+        final_samples,
+        options.trial.seed,
+    ));
     let mut notes = space.notes.clone();
     if cfg!(debug_assertions) {
         notes.push("built without optimisations: timings do not represent a release build".into());
@@ -171,20 +212,42 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             normalize: Some(normalize.clone()),
             ..LoaderConfig::default()
         };
-        let budget = Budget { bytes: budget_bytes, batch_bytes: (batch_size * shape.len() * 4) as u64 };
+        let budget = Budget {
+            bytes: budget_bytes,
+            batch_bytes: (batch_size * shape.len() * 4) as u64,
+        };
         let saved = match (&profile, options.retune) {
-            (Some(p), false) => p.lookup(&fingerprint, batch_size, &machine).map(|e| e.knobs),
+            (Some(p), false) => p
+                .lookup(&fingerprint, batch_size, &machine)
+                .map(|e| e.knobs),
             _ => None,
         };
         progress(&format!("batch {batch_size}: warming up"));
         let objective = LoaderObjective::new(Arc::clone(&dataset), base.clone(), options.trial)?;
         objective.warm_up()?;
-        let mut objective = Budgeted { inner: objective, budget };
-        let mut final_time = |k: &Knobs| -> Result<f64, TuneError> { Ok(time_loader(&final_set, &base, k, 2)?) };
-        let run = tune_one(&space, &mut objective, options, batch_size, saved, &mut final_time, &machine, progress)?;
+        let mut objective = Budgeted {
+            inner: objective,
+            budget,
+        };
+        let mut final_time =
+            |k: &Knobs| -> Result<f64, TuneError> { Ok(time_loader(&final_set, &base, k, 2)?) };
+        let run = tune_one(
+            &space,
+            &mut objective,
+            options,
+            batch_size,
+            saved,
+            &mut final_time,
+            &machine,
+            progress,
+        )?;
         if let Some(p) = &mut profile {
             p.insert(ProfileEntry {
-                key: ProfileKey { dataset: fingerprint.clone(), batch_size, machine: machine.clone() },
+                key: ProfileKey {
+                    dataset: fingerprint.clone(),
+                    batch_size,
+                    machine: machine.clone(),
+                },
                 knobs: run.adapt.config,
                 seconds: run.adapt.seconds,
             });
@@ -215,11 +278,25 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
 
 /// Tunes an external command by its wall time (`CommandObjective`); the
 /// batch size in the report is 0.
-pub fn tune_command(template: &str, options: &TuneOptions, progress: Progress<'_>) -> Result<Report, TuneError> {
+pub fn tune_command(
+    template: &str,
+    options: &TuneOptions,
+    progress: Progress<'_>,
+) -> Result<Report, TuneError> {
     if options.final_repeats == 0 {
-        return Err(TuneError::InvalidOption("the final comparison needs at least one repeat".into()));
+        return Err(TuneError::InvalidOption(
+            "the final comparison needs at least one repeat".into(),
+        ));
     }
-    if !["{num_workers}", "{prefetch_factor}", "{pin_memory}", "{persistent_workers}"].iter().any(|p| template.contains(p)) {
+    if ![
+        "{num_workers}",
+        "{prefetch_factor}",
+        "{pin_memory}",
+        "{persistent_workers}",
+    ]
+    .iter()
+    .any(|p| template.contains(p))
+    {
         return Err(TuneError::InvalidOption(
             "the command uses none of {num_workers} {prefetch_factor} {pin_memory} {persistent_workers}".into(),
         ));
@@ -227,13 +304,30 @@ pub fn tune_command(template: &str, options: &TuneOptions, progress: Progress<'_
     let machine = Machine::detect();
     let space = KnobSpace::for_machine(&machine);
     // No batch bytes are known for an external program: the budget cannot prune.
-    let budget = Budget { bytes: u64::MAX, batch_bytes: 0 };
-    let mut objective = Budgeted { inner: CommandObjective::new(template), budget };
+    let budget = Budget {
+        bytes: u64::MAX,
+        batch_bytes: 0,
+    };
+    let mut objective = Budgeted {
+        inner: CommandObjective::new(template),
+        budget,
+    };
     let mut finals = CommandObjective::new(template);
     let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
-        finals.measure(&space.config(k)).map_err(|e| TuneError::NothingMeasured(e.to_string()))
+        finals
+            .measure(&space.config(k))
+            .map_err(|e| TuneError::NothingMeasured(e.to_string()))
     };
-    let run = tune_one(&space, &mut objective, options, 0, None, &mut final_time, &machine, progress)?;
+    let run = tune_one(
+        &space,
+        &mut objective,
+        options,
+        0,
+        None,
+        &mut final_time,
+        &machine,
+        progress,
+    )?;
     Ok(Report {
         machine,
         dataset: serde_json::json!({ "command": template }),
@@ -255,7 +349,13 @@ fn trace_entries(strategy: &str, trace: &[Trial]) -> Vec<TraceEntry> {
                 Outcome::Infeasible { reason } => (None, Some(format!("infeasible: {reason}"))),
                 Outcome::Failed { message } => (None, Some(format!("failed: {message}"))),
             };
-            TraceEntry { strategy: strategy.into(), config: KnobSpace::knobs(&t.config), seconds, note, repeat: t.repeat }
+            TraceEntry {
+                strategy: strategy.into(),
+                config: KnobSpace::knobs(&t.config),
+                seconds,
+                note,
+                repeat: t.repeat,
+            }
         })
         .collect()
 }
@@ -279,7 +379,12 @@ impl<O: Objective> Objective for Reporting<'_, O> {
             Ok(s) => format!("{s:.4} s"),
             Err(e) => format!("failed: {e}"),
         };
-        (self.progress)(&format!("{} trial {}: {} → {shown}", self.label, self.count, KnobSpace::knobs(config)));
+        (self.progress)(&format!(
+            "{} trial {}: {} → {shown}",
+            self.label,
+            self.count,
+            KnobSpace::knobs(config)
+        ));
         r
     }
 }
@@ -296,10 +401,15 @@ fn tune_one<O: Objective>(
     progress: Progress<'_>,
 ) -> Result<RunReport, TuneError> {
     let all = space.space().configurations();
-    let infeasible: Vec<String> = all.iter().filter_map(|c| objective.feasible(c).err()).collect();
+    let infeasible: Vec<String> = all
+        .iter()
+        .filter_map(|c| objective.feasible(c).err())
+        .collect();
     if infeasible.len() == all.len() {
         let reason = infeasible.first().cloned().unwrap_or_default();
-        return Err(TuneError::NothingMeasured(format!("every configuration is infeasible ({reason})")));
+        return Err(TuneError::NothingMeasured(format!(
+            "every configuration is infeasible ({reason})"
+        )));
     }
     let pruned = infeasible.len();
     let mut trace = Vec::new();
@@ -307,12 +417,22 @@ fn tune_one<O: Objective>(
     let mut avl_path = Vec::new();
     let (mut pick, mut source) = (saved, "profile");
     if pick.is_none() && options.strategy != Strategy::Grid {
-        let mut rep = Reporting { inner: &mut *objective, label: format!("batch {batch_size} avl"), count: 0, progress };
+        let mut rep = Reporting {
+            inner: &mut *objective,
+            label: format!("batch {batch_size} avl"),
+            count: 0,
+            progress,
+        };
         let r = avl_search(space.space(), &mut rep, &options.avl);
         trace.extend(trace_entries("avl", &r.trace));
         avl_path = r.path.iter().map(|s| KnobSpace::knobs(&s.config)).collect();
-        searches.avl = Some(SearchCost { trials: r.trials, seconds: r.wall.as_secs_f64() });
-        let best = r.best.ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
+        searches.avl = Some(SearchCost {
+            trials: r.trials,
+            seconds: r.wall.as_secs_f64(),
+        });
+        let best = r
+            .best
+            .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
         pick = Some(KnobSpace::knobs(&best));
         source = "avl";
     }
@@ -320,17 +440,34 @@ fn tune_one<O: Objective>(
     let mut optimal = None;
     let mut grid = None;
     if options.strategy != Strategy::Avl {
-        let mut rep = Reporting { inner: &mut *objective, label: format!("batch {batch_size} grid"), count: 0, progress };
+        let mut rep = Reporting {
+            inner: &mut *objective,
+            label: format!("batch {batch_size} grid"),
+            count: 0,
+            progress,
+        };
         let g = grid_search(space.space(), &mut rep);
         trace.extend(trace_entries("grid", &g.trace));
-        searches.grid = Some(SearchCost { trials: g.trials, seconds: g.wall.as_secs_f64() });
-        let (best, _) = g.best().ok_or_else(|| TuneError::NothingMeasured(failure_summary(&g.trace)))?;
+        searches.grid = Some(SearchCost {
+            trials: g.trials,
+            seconds: g.wall.as_secs_f64(),
+        });
+        let (best, _) = g
+            .best()
+            .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&g.trace)))?;
         optimal = Some(KnobSpace::knobs(best));
         if pick.is_none() {
             pick = optimal;
             source = "grid";
         }
-        grid_ranked = g.ranked.iter().map(|(c, s)| ConfigTime { config: KnobSpace::knobs(c), seconds: *s }).collect();
+        grid_ranked = g
+            .ranked
+            .iter()
+            .map(|(c, s)| ConfigTime {
+                config: KnobSpace::knobs(c),
+                seconds: *s,
+            })
+            .collect();
         grid = Some(g);
     }
     if let (Some(a), Some(g)) = (&searches.avl, &searches.grid) {
@@ -347,7 +484,11 @@ fn tune_one<O: Objective>(
     let mut failures = Vec::new();
     for rep in 0..options.final_repeats {
         for (i, k) in contenders.iter().enumerate() {
-            progress(&format!("batch {batch_size} final comparison {}/{}: {k}", rep + 1, options.final_repeats));
+            progress(&format!(
+                "batch {batch_size} final comparison {}/{}: {k}",
+                rep + 1,
+                options.final_repeats
+            ));
             // A contender that fails here (the recommended values may not
             // run at all) is reported with an infinite time, not fatal.
             times[i].push(final_time(k).unwrap_or_else(|e| {
@@ -362,7 +503,10 @@ fn tune_one<O: Objective>(
         v[v.len() / 2]
     };
     let secs: Vec<f64> = times.iter_mut().map(median).collect();
-    let ct = |i: usize| ConfigTime { config: contenders[i], seconds: secs[i] };
+    let ct = |i: usize| ConfigTime {
+        config: contenders[i],
+        seconds: secs[i],
+    };
     let adapt = ct(2);
     let rank = grid.as_ref().and_then(|g| g.rank_of(&space.config(&pick)));
     let optimal_ct = optimal.map(|_| ct(3));

@@ -10,7 +10,13 @@ fn write_set(root: &Path, n: usize) {
     for name in &names {
         w.write_image(name, &rgb, 178, 218, 95).unwrap();
     }
-    w.write_identities(names.iter().enumerate().map(|(i, n)| (n.as_str(), 100 + i as i64))).unwrap();
+    w.write_identities(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), 100 + i as i64)),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -24,7 +30,10 @@ fn reads_in_identity_order_with_the_seed_crop() {
     assert_eq!((s.shape, s.label), (Shape::new(128, 128, 3), 102));
     // The crop starts at column 25, row 45 of the smooth ramp: R = x*255/178.
     let (r, g) = (i32::from(s.pixels[0]), i32::from(s.pixels[1]));
-    assert!((r - 25 * 255 / 178).abs() <= 3 && (g - 45 * 255 / 218).abs() <= 3, "{r} {g}");
+    assert!(
+        (r - 25 * 255 / 178).abs() <= 3 && (g - 45 * 255 / 218).abs() <= 3,
+        "{r} {g}"
+    );
     assert!(ds.source(0).ends_with("img_align_celeba/000001.jpg"));
     assert_eq!(ds.num_classes(), Some(103));
 }
@@ -35,9 +44,21 @@ fn crop_is_configurable_or_off() {
     write_set(dir.path(), 1);
     let full = CelebA::open(dir.path(), CelebAOptions { crop: None }).unwrap();
     assert_eq!(full.get(0).unwrap().shape, Shape::new(218, 178, 3));
-    let small = CelebA::open(dir.path(), CelebAOptions { crop: Some(CropBox::new(0, 0, 10, 20)) }).unwrap();
+    let small = CelebA::open(
+        dir.path(),
+        CelebAOptions {
+            crop: Some(CropBox::new(0, 0, 10, 20)),
+        },
+    )
+    .unwrap();
     assert_eq!(small.get(0).unwrap().shape, Shape::new(20, 10, 3));
-    let outside = CelebA::open(dir.path(), CelebAOptions { crop: Some(CropBox::new(0, 0, 500, 20)) }).unwrap();
+    let outside = CelebA::open(
+        dir.path(),
+        CelebAOptions {
+            crop: Some(CropBox::new(0, 0, 500, 20)),
+        },
+    )
+    .unwrap();
     let err = outside.get(0).unwrap_err();
     let inner = err.reader_error::<FormatError>().unwrap();
     assert!(matches!(inner, FormatError::Transform { .. }), "{inner}");
@@ -48,7 +69,11 @@ fn crop_is_configurable_or_off() {
 fn crlf_and_trailing_blank_lines_are_accepted() {
     let dir = tempfile::tempdir().unwrap();
     write_set(dir.path(), 2);
-    std::fs::write(dir.path().join("identity_CelebA.txt"), "000001.jpg 7\r\n000002.jpg 8\r\n\r\n").unwrap();
+    std::fs::write(
+        dir.path().join("identity_CelebA.txt"),
+        "000001.jpg 7\r\n000002.jpg 8\r\n\r\n",
+    )
+    .unwrap();
     let ds = CelebA::open(dir.path(), CelebAOptions::default()).unwrap();
     assert_eq!((ds.len(), ds.get(1).unwrap().label), (2, 8));
 }
@@ -64,9 +89,17 @@ fn malformed_line_is_named_with_its_number() {
         ("000001.jpg 7\n\n000002.jpg 1\n", "expected"),
     ] {
         std::fs::write(dir.path().join("identity_CelebA.txt"), text).unwrap();
-        let err = CelebA::open(dir.path(), CelebAOptions::default()).err().unwrap();
-        assert!(matches!(&err, FormatError::BadLine { line: 2, .. }), "{text:?}: {err}");
-        assert!(err.to_string().contains(reason) && err.to_string().contains("identity_CelebA.txt"), "{err}");
+        let err = CelebA::open(dir.path(), CelebAOptions::default())
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&err, FormatError::BadLine { line: 2, .. }),
+            "{text:?}: {err}"
+        );
+        assert!(
+            err.to_string().contains(reason) && err.to_string().contains("identity_CelebA.txt"),
+            "{err}"
+        );
     }
 }
 
@@ -75,8 +108,13 @@ fn listed_image_that_is_missing_is_named() {
     let dir = tempfile::tempdir().unwrap();
     write_set(dir.path(), 2);
     std::fs::remove_file(dir.path().join("img_align_celeba/000002.jpg")).unwrap();
-    let err = CelebA::open(dir.path(), CelebAOptions::default()).err().unwrap();
-    assert!(matches!(&err, FormatError::MissingImage { line: 2, image, .. } if image.ends_with("000002.jpg")), "{err}");
+    let err = CelebA::open(dir.path(), CelebAOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, FormatError::MissingImage { line: 2, image, .. } if image.ends_with("000002.jpg")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -91,17 +129,26 @@ fn corrupt_and_truncated_jpegs_are_errors_naming_the_file() {
     for i in 0..2 {
         let err = ds.get(i).unwrap_err();
         let inner = err.reader_error::<FormatError>().expect("a format error");
-        assert!(matches!(inner, FormatError::Decode { path, .. } if path.ends_with(format!("00000{}.jpg", i + 1))), "{inner}");
+        assert!(
+            matches!(inner, FormatError::Decode { path, .. } if path.ends_with(format!("00000{}.jpg", i + 1))),
+            "{inner}"
+        );
     }
 }
 
 #[test]
 fn empty_or_absent_identity_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    assert!(matches!(CelebA::open(dir.path(), CelebAOptions::default()), Err(FormatError::Missing { .. })));
+    assert!(matches!(
+        CelebA::open(dir.path(), CelebAOptions::default()),
+        Err(FormatError::Missing { .. })
+    ));
     write_set(dir.path(), 1);
     std::fs::write(dir.path().join("identity_CelebA.txt"), "\n").unwrap();
-    assert!(matches!(CelebA::open(dir.path(), CelebAOptions::default()), Err(FormatError::Empty { .. })));
+    assert!(matches!(
+        CelebA::open(dir.path(), CelebAOptions::default()),
+        Err(FormatError::Empty { .. })
+    ));
 }
 
 #[test]
@@ -110,10 +157,18 @@ fn grey_jpeg_is_converted_to_rgb() {
     write_set(dir.path(), 1);
     let mut jpeg = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95)
-        .encode(&vec![77u8; 178 * 218], 178, 218, image::ExtendedColorType::L8)
+        .encode(
+            &vec![77u8; 178 * 218],
+            178,
+            218,
+            image::ExtendedColorType::L8,
+        )
         .unwrap();
     std::fs::write(dir.path().join("img_align_celeba/000001.jpg"), jpeg).unwrap();
-    let s = CelebA::open(dir.path(), CelebAOptions::default()).unwrap().get(0).unwrap();
+    let s = CelebA::open(dir.path(), CelebAOptions::default())
+        .unwrap()
+        .get(0)
+        .unwrap();
     assert_eq!(s.shape, Shape::new(128, 128, 3));
     assert!(s.pixels.iter().all(|&v| v.abs_diff(77) <= 1));
 }

@@ -5,10 +5,25 @@ use std::path::Path;
 
 fn write_split(dir: &Path, per_file: usize) -> Vec<(u8, Vec<u8>)> {
     let mut all = Vec::new();
-    for (f, name) in Split::Train.file_names().iter().chain(&Split::Test.file_names()).enumerate() {
-        let recs: Vec<(u8, Vec<u8>)> =
-            (0..per_file).map(|i| (((f + i) % 10) as u8, pattern(32, 32, 3, (f * 100 + i) as u32))).collect();
-        write_batch(&dir.join(name), recs.iter().map(|(l, p)| (*l, p.as_slice()))).unwrap();
+    for (f, name) in Split::Train
+        .file_names()
+        .iter()
+        .chain(&Split::Test.file_names())
+        .enumerate()
+    {
+        let recs: Vec<(u8, Vec<u8>)> = (0..per_file)
+            .map(|i| {
+                (
+                    ((f + i) % 10) as u8,
+                    pattern(32, 32, 3, (f * 100 + i) as u32),
+                )
+            })
+            .collect();
+        write_batch(
+            &dir.join(name),
+            recs.iter().map(|(l, p)| (*l, p.as_slice())),
+        )
+        .unwrap();
         all.extend(recs);
     }
     write_meta(dir, &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]).unwrap();
@@ -23,13 +38,17 @@ fn write_then_read_gives_every_record_in_file_then_record_order() {
     let test = Cifar10::open(dir.path(), Split::Test).unwrap();
     assert_eq!((train.len(), test.len()), (15, 3));
     assert_eq!(train.classes()[9], "j");
-    for i in 0..15 {
+    for (i, (label, pixels)) in all.iter().take(15).enumerate() {
         let s = train.get(i).unwrap();
-        assert_eq!((s.label as u8, &s.pixels), (all[i].0, &all[i].1), "record {i}");
+        assert_eq!((s.label as u8, &s.pixels), (*label, pixels), "record {i}");
         assert_eq!((s.shape, s.layout), (Shape::new(32, 32, 3), Layout::Planar));
     }
     assert_eq!(test.get(2).unwrap().pixels, all[17].1);
-    assert!(train.source(4).ends_with("data_batch_2.bin#record=1"), "{}", train.source(4));
+    assert!(
+        train.source(4).ends_with("data_batch_2.bin#record=1"),
+        "{}",
+        train.source(4)
+    );
     assert!(train.get(15).is_err());
 }
 
@@ -65,10 +84,16 @@ fn truncated_file_is_named_with_its_size() {
     let dir = tempfile::tempdir().unwrap();
     write_split(dir.path(), 2);
     let victim = dir.path().join("data_batch_3.bin");
-    let f = std::fs::OpenOptions::new().write(true).open(&victim).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&victim)
+        .unwrap();
     f.set_len(3073 * 2 - 10).unwrap();
     let err = Cifar10::open(dir.path(), Split::Train).err().unwrap();
-    assert!(matches!(&err, FormatError::CifarSize { path, tail: 3063, .. } if path == &victim), "{err}");
+    assert!(
+        matches!(&err, FormatError::CifarSize { path, tail: 3063, .. } if path == &victim),
+        "{err}"
+    );
     assert!(err.to_string().contains("data_batch_3.bin"));
 }
 
@@ -81,7 +106,17 @@ fn label_over_9_is_named_with_its_record() {
     bytes[2 * 3073] = 10;
     std::fs::write(&victim, bytes).unwrap();
     let err = Cifar10::open(dir.path(), Split::Train).err().unwrap();
-    assert!(matches!(err, FormatError::CifarLabel { record: 2, label: 10, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            FormatError::CifarLabel {
+                record: 2,
+                label: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -90,7 +125,10 @@ fn missing_or_empty_batch_file_is_an_error() {
     write_split(dir.path(), 1);
     std::fs::remove_file(dir.path().join("data_batch_5.bin")).unwrap();
     let err = Cifar10::open(dir.path(), Split::Train).err().unwrap();
-    assert!(matches!(&err, FormatError::Missing { path, .. } if path.ends_with("data_batch_5.bin")), "{err}");
+    assert!(
+        matches!(&err, FormatError::Missing { path, .. } if path.ends_with("data_batch_5.bin")),
+        "{err}"
+    );
     std::fs::write(dir.path().join("data_batch_5.bin"), b"").unwrap();
     let err = Cifar10::open(dir.path(), Split::Train).err().unwrap();
     assert!(matches!(err, FormatError::Empty { .. }), "{err}");

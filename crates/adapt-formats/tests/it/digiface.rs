@@ -7,7 +7,9 @@ fn rgba(salt: u32) -> Vec<u8> {
 }
 
 fn drop_alpha(rgba: &[u8]) -> Vec<u8> {
-    rgba.chunks_exact(4).flat_map(|p| [p[0], p[1], p[2]]).collect()
+    rgba.chunks_exact(4)
+        .flat_map(|p| [p[0], p[1], p[2]])
+        .collect()
 }
 
 #[test]
@@ -21,7 +23,10 @@ fn numeric_order_rgb_output_and_class_offset() {
     let ds = DigiFace::open(dir.path(), DigiFaceOptions { class_offset: 1000 }).unwrap();
     assert_eq!(ds.len(), 4);
     let order: Vec<String> = (0..4).map(|i| ds.source(i)).collect();
-    for (got, want) in order.iter().zip(["2/2.png", "2/10.png", "10/0.png", "10/2.png"]) {
+    for (got, want) in order
+        .iter()
+        .zip(["2/2.png", "2/10.png", "10/0.png", "10/2.png"])
+    {
         assert!(got.ends_with(want), "{order:?}");
     }
     let s = ds.get(1).unwrap();
@@ -36,8 +41,13 @@ fn non_numeric_class_folder_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     write_digiface_image(dir.path(), 0, 0, &rgba(0), 112).unwrap();
     std::fs::create_dir(dir.path().join("cats")).unwrap();
-    let err = DigiFace::open(dir.path(), DigiFaceOptions::default()).err().unwrap();
-    assert!(matches!(&err, FormatError::BadName { path, .. } if path.ends_with("cats")), "{err}");
+    let err = DigiFace::open(dir.path(), DigiFaceOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, FormatError::BadName { path, .. } if path.ends_with("cats")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -45,16 +55,25 @@ fn non_numeric_image_name_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     write_digiface_image(dir.path(), 0, 0, &rgba(0), 112).unwrap();
     std::fs::copy(dir.path().join("0/0.png"), dir.path().join("0/a.png")).unwrap();
-    let err = DigiFace::open(dir.path(), DigiFaceOptions::default()).err().unwrap();
-    assert!(matches!(&err, FormatError::BadName { path, .. } if path.ends_with("a.png")), "{err}");
+    let err = DigiFace::open(dir.path(), DigiFaceOptions::default())
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, FormatError::BadName { path, .. } if path.ends_with("a.png")),
+        "{err}"
+    );
 }
 
 #[test]
 fn empty_or_missing_root_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = DigiFace::open(dir.path(), DigiFaceOptions::default()).err().unwrap();
+    let err = DigiFace::open(dir.path(), DigiFaceOptions::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, FormatError::Empty { .. }), "{err}");
-    let err = DigiFace::open(&dir.path().join("nope"), DigiFaceOptions::default()).err().unwrap();
+    let err = DigiFace::open(&dir.path().join("nope"), DigiFaceOptions::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, FormatError::Missing { .. }), "{err}");
 }
 
@@ -68,9 +87,18 @@ fn truncated_png_and_wrong_size_are_named() {
     std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
     let ds = DigiFace::open(dir.path(), DigiFaceOptions::default()).unwrap();
     let err = ds.get(0).unwrap_err();
-    assert!(matches!(err.reader_error::<FormatError>(), Some(FormatError::Decode { path, .. }) if path == &p), "{err}");
+    assert!(
+        matches!(err.reader_error::<FormatError>(), Some(FormatError::Decode { path, .. }) if path == &p),
+        "{err}"
+    );
     let err = ds.get(1).unwrap_err();
-    assert!(matches!(err.reader_error::<FormatError>(), Some(FormatError::UnexpectedShape { .. })), "{err}");
+    assert!(
+        matches!(
+            err.reader_error::<FormatError>(),
+            Some(FormatError::UnexpectedShape { .. })
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -84,5 +112,8 @@ fn palette_and_grey_pngs_become_rgb() {
     assert_eq!(&s.pixels[(4 + 1) * 3..(4 + 1) * 3 + 3], &[0, 0, 255]);
     let p = fixture("grey_2x2.png");
     adapt_formats::decode_rgb_into(&p, &std::fs::read(&p).unwrap(), &mut s).unwrap();
-    assert_eq!(s.pixels, vec![0, 0, 0, 85, 85, 85, 170, 170, 170, 255, 255, 255]);
+    assert_eq!(
+        s.pixels,
+        vec![0, 0, 0, 85, 85, 85, 170, 170, 170, 255, 255, 255]
+    );
 }

@@ -5,7 +5,11 @@ use std::path::Path;
 
 fn png(path: &Path, salt: u32) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, encode_png(path, &pattern(5, 4, 3, salt), 5, 4, 3).unwrap()).unwrap();
+    std::fs::write(
+        path,
+        encode_png(path, &pattern(5, 4, 3, salt), 5, 4, 3).unwrap(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -28,7 +32,10 @@ fn classes_sorted_by_name_files_found_recursively() {
 fn folder_without_images_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("empty_class")).unwrap();
-    assert!(matches!(ImageFolder::open(dir.path()), Err(FormatError::Empty { .. })));
+    assert!(matches!(
+        ImageFolder::open(dir.path()),
+        Err(FormatError::Empty { .. })
+    ));
 }
 
 #[test]
@@ -36,6 +43,11 @@ fn opened_by_name() {
     let dir = tempfile::tempdir().unwrap();
     png(&dir.path().join("c/1.png"), 0);
     let kind: DatasetKind = "ImageFolder".parse().unwrap();
-    assert_eq!(adapt_formats::open(kind, dir.path(), &OpenOptions::default()).unwrap().len(), 1);
+    assert_eq!(
+        adapt_formats::open(kind, dir.path(), &OpenOptions::default())
+            .unwrap()
+            .len(),
+        1
+    );
     assert!("mnist".parse::<DatasetKind>().is_err());
 }

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn cfg(workers: usize) -> LoaderConfig {
-    LoaderConfig { batch_size: 4, num_workers: workers, ..LoaderConfig::default() }
+    LoaderConfig {
+        batch_size: 4,
+        num_workers: workers,
+        ..LoaderConfig::default()
+    }
 }
 
 #[test]
@@ -19,11 +23,27 @@ fn a_failing_sample_is_returned_at_its_batch() {
         ds.fail.insert(13);
         let mut l = loader(Arc::new(ds), cfg(workers));
         let results: Vec<_> = l.epoch(0).unwrap().collect();
-        assert_eq!(results.len(), 4, "w{workers}: batches 0..2 then the error, then the end");
+        assert_eq!(
+            results.len(),
+            4,
+            "w{workers}: batches 0..2 then the error, then the end"
+        );
         assert!(results[..3].iter().all(Result::is_ok));
         let err = results[3].as_ref().unwrap_err();
-        assert!(matches!(err, LoaderError::SampleFailed { batch: 3, index: 13, .. }), "w{workers}: {err}");
-        assert!(matches!(err, LoaderError::SampleFailed { source, .. } if source.reader_error::<Boom>().is_some()));
+        assert!(
+            matches!(
+                err,
+                LoaderError::SampleFailed {
+                    batch: 3,
+                    index: 13,
+                    ..
+                }
+            ),
+            "w{workers}: {err}"
+        );
+        assert!(
+            matches!(err, LoaderError::SampleFailed { source, .. } if source.reader_error::<Boom>().is_some())
+        );
         assert!(err.to_string().contains("synthetic failure at 13"));
     }
 }
@@ -33,7 +53,10 @@ fn skip_leaves_the_sample_out_and_counts_it() {
     for workers in 0..=3 {
         let mut ds = Synthetic::new(30);
         ds.fail.extend([13, 20, 21, 22, 23]);
-        let config = LoaderConfig { on_error: ErrorPolicy::Skip, ..cfg(workers) };
+        let config = LoaderConfig {
+            on_error: ErrorPolicy::Skip,
+            ..cfg(workers)
+        };
         let mut l = loader(Arc::new(ds), config);
         let mut e = l.epoch(0).unwrap();
         let batches: Vec<_> = e.by_ref().map(Result::unwrap).collect();
@@ -67,11 +90,24 @@ fn a_worker_panic_is_an_error_not_a_hang() {
 fn timeout_names_the_batch_that_did_not_arrive() {
     let mut ds = Synthetic::new(20);
     ds.slow = Some((5, Duration::from_millis(600)));
-    let config = LoaderConfig { timeout: Some(Duration::from_millis(100)), ..cfg(2) };
+    let config = LoaderConfig {
+        timeout: Some(Duration::from_millis(100)),
+        ..cfg(2)
+    };
     let mut l = loader(Arc::new(ds), config);
     let results: Vec<_> = l.epoch(0).unwrap().collect();
     let err = results.last().unwrap().as_ref().unwrap_err();
-    assert!(matches!(err, LoaderError::Timeout { batch: 1, epoch: 0, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            LoaderError::Timeout {
+                batch: 1,
+                epoch: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("batch 1"));
 }
 
@@ -95,16 +131,29 @@ fn dropping_an_epoch_or_the_loader_joins_every_worker_promptly() {
             let t = Instant::now();
             drop(e);
             // Workers stop after their current sample, not their batch.
-            assert!(t.elapsed() < Duration::from_millis(500), "{:?}", t.elapsed());
+            assert!(
+                t.elapsed() < Duration::from_millis(500),
+                "{:?}",
+                t.elapsed()
+            );
         }
         assert_eq!(l.live_workers(), if persistent { 3 } else { 0 });
         // Persistent workers discard the abandoned epoch and serve the next.
-        let n = l.epoch(1).unwrap().take(3).map(|b| b.unwrap().len()).sum::<usize>();
+        let n = l
+            .epoch(1)
+            .unwrap()
+            .take(3)
+            .map(|b| b.unwrap().len())
+            .sum::<usize>();
         assert_eq!(n, 48);
         let t = Instant::now();
         drop(l);
         assert!(t.elapsed() < Duration::from_millis(500));
-        assert_eq!(Arc::strong_count(&ds), 1, "no worker thread still holds the dataset");
+        assert_eq!(
+            Arc::strong_count(&ds),
+            1,
+            "no worker thread still holds the dataset"
+        );
     }
 }
 
@@ -112,18 +161,56 @@ fn dropping_an_epoch_or_the_loader_joins_every_worker_promptly() {
 fn impossible_configurations_are_refused_at_construction() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(10));
     let bad = [
-        LoaderConfig { batch_size: 0, ..LoaderConfig::default() },
-        LoaderConfig { prefetch_factor: Some(2), ..LoaderConfig::default() },
-        LoaderConfig { persistent_workers: true, ..LoaderConfig::default() },
-        LoaderConfig { num_workers: 1, prefetch_factor: Some(0), ..LoaderConfig::default() },
-        LoaderConfig { distributed: Some(Distributed { rank: 2, world_size: 2 }), ..LoaderConfig::default() },
-        LoaderConfig { distributed: Some(Distributed { rank: 0, world_size: 0 }), ..LoaderConfig::default() },
-        LoaderConfig { num_workers: 1, timeout: Some(Duration::ZERO), ..LoaderConfig::default() },
-        LoaderConfig { normalize: Some(adapt_dataset::Normalize::unit(1)), ..LoaderConfig::default() },
+        LoaderConfig {
+            batch_size: 0,
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            prefetch_factor: Some(2),
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            persistent_workers: true,
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            num_workers: 1,
+            prefetch_factor: Some(0),
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            distributed: Some(Distributed {
+                rank: 2,
+                world_size: 2,
+            }),
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            distributed: Some(Distributed {
+                rank: 0,
+                world_size: 0,
+            }),
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            num_workers: 1,
+            timeout: Some(Duration::ZERO),
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            normalize: Some(adapt_dataset::Normalize::unit(1)),
+            ..LoaderConfig::default()
+        },
     ];
     for c in bad {
         let desc = format!("{c:?}");
-        assert!(matches!(Loader::new(Arc::clone(&ds), c), Err(LoaderError::InvalidConfig(_))), "{desc}");
+        assert!(
+            matches!(
+                Loader::new(Arc::clone(&ds), c),
+                Err(LoaderError::InvalidConfig(_))
+            ),
+            "{desc}"
+        );
     }
     assert!(Loader::new(Arc::new(Synthetic::new(0)), LoaderConfig::default()).is_err());
 }
@@ -131,7 +218,12 @@ fn impossible_configurations_are_refused_at_construction() {
 #[test]
 fn steady_state_allocates_no_new_buffer() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(100));
-    let config = LoaderConfig { batch_size: 4, num_workers: 2, prefetch_factor: Some(2), ..LoaderConfig::default() };
+    let config = LoaderConfig {
+        batch_size: 4,
+        num_workers: 2,
+        prefetch_factor: Some(2),
+        ..LoaderConfig::default()
+    };
     let mut l = loader(ds, config);
     l.epoch(0).unwrap().for_each(|b| drop(b.unwrap()));
     let after_first = l.buffers_allocated();

@@ -7,21 +7,33 @@ use proptest::prelude::*;
 use std::sync::Arc;
 
 fn arb_config() -> impl Strategy<Value = (usize, LoaderConfig)> {
-    (1usize..60, 1usize..10, any::<bool>(), any::<bool>(), any::<u64>(), 0usize..5, 0usize..4, any::<bool>(), any::<bool>())
-        .prop_map(|(len, bs, shuffle, drop_last, seed, workers, p, pin, persist)| {
-            let config = LoaderConfig {
-                batch_size: bs,
-                shuffle,
-                drop_last,
-                seed,
-                num_workers: workers,
-                prefetch_factor: (workers > 0).then_some(1 << p),
-                pin_memory: pin,
-                persistent_workers: persist && workers > 0,
-                ..LoaderConfig::default()
-            };
-            (len, config)
-        })
+    (
+        1usize..60,
+        1usize..10,
+        any::<bool>(),
+        any::<bool>(),
+        any::<u64>(),
+        0usize..5,
+        0usize..4,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(len, bs, shuffle, drop_last, seed, workers, p, pin, persist)| {
+                let config = LoaderConfig {
+                    batch_size: bs,
+                    shuffle,
+                    drop_last,
+                    seed,
+                    num_workers: workers,
+                    prefetch_factor: (workers > 0).then_some(1 << p),
+                    pin_memory: pin,
+                    persistent_workers: persist && workers > 0,
+                    ..LoaderConfig::default()
+                };
+                (len, config)
+            },
+        )
 }
 
 proptest! {

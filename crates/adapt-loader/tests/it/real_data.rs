@@ -8,7 +8,11 @@ use std::sync::Arc;
 #[test]
 fn cifar10_batches_are_normalised_chw_of_the_records() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = adapt_synth::Cifar10Spec { train: 40, test: 5, seed: 2 };
+    let spec = adapt_synth::Cifar10Spec {
+        train: 40,
+        test: 5,
+        seed: 2,
+    };
     adapt_synth::cifar10(dir.path(), spec, &adapt_synth::no_progress).unwrap();
     let ds = Arc::new(Cifar10::open(dir.path(), Split::Train).unwrap());
     let norm = Normalize::new(&[0.5; 3], &[0.25; 3]).unwrap();
@@ -21,7 +25,10 @@ fn cifar10_batches_are_normalised_chw_of_the_records() {
     };
     let mut l = Loader::new(Arc::clone(&ds) as Arc<dyn Dataset>, config).unwrap();
     let batches: Vec<_> = l.epoch(0).unwrap().map(Result::unwrap).collect();
-    assert_eq!(batches.iter().map(|b| b.shape()[0]).collect::<Vec<_>>(), [16, 16, 8]);
+    assert_eq!(
+        batches.iter().map(|b| b.shape()[0]).collect::<Vec<_>>(),
+        [16, 16, 8]
+    );
     let b = &batches[1];
     assert_eq!(b.shape(), [16, 3, 32, 32]);
     let (label, planar) = ds.record(b.indices()[3]).unwrap();
@@ -29,16 +36,26 @@ fn cifar10_batches_are_normalised_chw_of_the_records() {
     let sample = &b.data()[3 * 3072..4 * 3072];
     for k in [0, 1500, 3071] {
         let want = (f32::from(planar[k]) / 255.0 - 0.5) / 0.25;
-        assert!((sample[k] - want).abs() < 1e-5, "{k}: {} vs {want}", sample[k]);
+        assert!(
+            (sample[k] - want).abs() < 1e-5,
+            "{k}: {} vs {want}",
+            sample[k]
+        );
     }
 }
 
 #[test]
 fn celeba_through_workers_matches_inline() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = adapt_synth::CelebASpec { count: 12, identities: 3, quality: 90, seed: 4 };
+    let spec = adapt_synth::CelebASpec {
+        count: 12,
+        identities: 3,
+        quality: 90,
+        seed: 4,
+    };
     adapt_synth::celeba(dir.path(), spec, &adapt_synth::no_progress).unwrap();
-    let ds: Arc<dyn Dataset> = Arc::new(CelebA::open(dir.path(), CelebAOptions::default()).unwrap());
+    let ds: Arc<dyn Dataset> =
+        Arc::new(CelebA::open(dir.path(), CelebAOptions::default()).unwrap());
     let run = |workers| {
         let config = LoaderConfig {
             batch_size: 5,
@@ -47,7 +64,10 @@ fn celeba_through_workers_matches_inline() {
             ..LoaderConfig::default()
         };
         let mut l = Loader::new(Arc::clone(&ds), config).unwrap();
-        l.epoch(3).unwrap().map(|b| b.unwrap().data().to_vec()).collect::<Vec<_>>()
+        l.epoch(3)
+            .unwrap()
+            .map(|b| b.unwrap().data().to_vec())
+            .collect::<Vec<_>>()
     };
     let inline = run(0);
     assert_eq!(inline[0].len(), 5 * 3 * 128 * 128);

@@ -12,21 +12,43 @@ fn check_sweep(base: LoaderConfig, len: usize) {
     for (label, config) in sweep(&base) {
         let mut l = loader(Arc::clone(&ds), config);
         for (e, want) in expected.iter().enumerate() {
-            assert!(run_epoch(&mut l, e as u64) == *want, "{label}: epoch {e} differs from the 0-worker run");
+            assert!(
+                run_epoch(&mut l, e as u64) == *want,
+                "{label}: epoch {e} differs from the 0-worker run"
+            );
         }
         drop(l);
     }
-    assert_eq!(Arc::strong_count(&ds), 2, "only the test and the reference loader hold the dataset");
+    assert_eq!(
+        Arc::strong_count(&ds),
+        2,
+        "only the test and the reference loader hold the dataset"
+    );
 }
 
 #[test]
 fn every_knob_combination_gives_the_same_bytes_sequential() {
-    check_sweep(LoaderConfig { batch_size: 4, ..LoaderConfig::default() }, 37);
+    check_sweep(
+        LoaderConfig {
+            batch_size: 4,
+            ..LoaderConfig::default()
+        },
+        37,
+    );
 }
 
 #[test]
 fn every_knob_combination_gives_the_same_bytes_shuffled() {
-    check_sweep(LoaderConfig { batch_size: 5, shuffle: true, seed: 11, drop_last: true, ..LoaderConfig::default() }, 41);
+    check_sweep(
+        LoaderConfig {
+            batch_size: 5,
+            shuffle: true,
+            seed: 11,
+            drop_last: true,
+            ..LoaderConfig::default()
+        },
+        41,
+    );
 }
 
 #[test]
@@ -43,5 +65,9 @@ fn shuffle_changes_every_epoch_with_persistent_workers() {
     let a = run_epoch(&mut l, 0);
     let b = run_epoch(&mut l, 1);
     assert_ne!(a, b);
-    assert_eq!(run_epoch(&mut l, 0), a, "epoch 0 again gives epoch 0's order");
+    assert_eq!(
+        run_epoch(&mut l, 0),
+        a,
+        "epoch 0 again gives epoch 0's order"
+    );
 }

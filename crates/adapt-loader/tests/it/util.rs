@@ -20,7 +20,10 @@ pub const SHAPE: Shape = Shape::new(2, 3, 3);
 
 impl Synthetic {
     pub fn new(len: usize) -> Self {
-        Self { len, ..Self::default() }
+        Self {
+            len,
+            ..Self::default()
+        }
     }
 }
 
@@ -37,10 +40,10 @@ impl Dataset for Synthetic {
         if let Some(d) = self.every_sample {
             std::thread::sleep(d);
         }
-        if let Some((i, d)) = self.slow {
-            if i == index {
-                std::thread::sleep(d);
-            }
+        if let Some((i, d)) = self.slow
+            && i == index
+        {
+            std::thread::sleep(d);
         }
         if self.fail.contains(&index) {
             return Err(Error::reader(Boom(index)));
@@ -48,8 +51,16 @@ impl Dataset for Synthetic {
         if self.panic.contains(&index) {
             panic!("sample {index} panics");
         }
-        let px = (0..SHAPE.len()).map(|k| ((index * 31 + k * 7) % 256) as u8).collect();
-        Sample::hwc(px, SHAPE.height, SHAPE.width, SHAPE.channels, (index % 7) as i64)
+        let px = (0..SHAPE.len())
+            .map(|k| ((index * 31 + k * 7) % 256) as u8)
+            .collect();
+        Sample::hwc(
+            px,
+            SHAPE.height,
+            SHAPE.width,
+            SHAPE.channels,
+            (index % 7) as i64,
+        )
     }
     fn sample_shape(&self) -> Option<Shape> {
         Some(SHAPE)
@@ -97,9 +108,17 @@ pub fn run_epoch(loader: &mut Loader, epoch: u64) -> Stream {
     for b in e.by_ref() {
         let b = b.unwrap();
         assert_eq!(b.host_buffer().is_pinned(), pin);
-        out.push((b.data().iter().map(|v| v.to_bits()).collect(), b.labels().to_vec(), b.indices().to_vec()));
+        out.push((
+            b.data().iter().map(|v| v.to_bits()).collect(),
+            b.labels().to_vec(),
+            b.indices().to_vec(),
+        ));
     }
-    assert!(e.max_in_flight() <= bound, "{} in flight > bound {bound}", e.max_in_flight());
+    assert!(
+        e.max_in_flight() <= bound,
+        "{} in flight > bound {bound}",
+        e.max_in_flight()
+    );
     Stream(out)
 }
 
@@ -107,7 +126,11 @@ pub fn run_epoch(loader: &mut Loader, epoch: u64) -> Stream {
 pub fn sweep(base: &LoaderConfig) -> Vec<(String, LoaderConfig)> {
     let mut out = Vec::new();
     for workers in 0..=4 {
-        let prefetches: &[Option<usize>] = if workers == 0 { &[None] } else { &[Some(1), Some(2), Some(4), Some(8)] };
+        let prefetches: &[Option<usize>] = if workers == 0 {
+            &[None]
+        } else {
+            &[Some(1), Some(2), Some(4), Some(8)]
+        };
         for &prefetch in prefetches {
             for pin in [false, true] {
                 for persist in [false, true] {

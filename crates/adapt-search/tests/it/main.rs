@@ -1,5 +1,7 @@
 //! The search on analytic objectives whose optimum is known.
 
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
 mod landscapes;
 mod noise;
 mod properties;
@@ -15,7 +17,11 @@ pub(crate) struct Analytic<F> {
 
 impl<F: FnMut(&Config) -> Result<f64, TrialError>> Analytic<F> {
     pub(crate) fn new(f: F) -> Self {
-        Self { f, runs: 0, infeasible: None }
+        Self {
+            f,
+            runs: 0,
+            infeasible: None,
+        }
     }
 }
 
@@ -40,7 +46,8 @@ pub(crate) fn one_d(lo: i64, hi: i64) -> Space {
 /// Parameters in configuration order (num_workers, prefetch_factor,
 /// pin_memory, persistent_workers); priority outermost first as in the spec.
 pub(crate) fn paper_space() -> Space {
-    let workers = Param::ints("num_workers", std::iter::once(1).chain((2..=64).step_by(2))).unwrap();
+    let workers =
+        Param::ints("num_workers", std::iter::once(1).chain((2..=64).step_by(2))).unwrap();
     Space::new(vec![
         workers,
         Param::powers_of_two("prefetch_factor", 1, 2048).unwrap(),
@@ -48,6 +55,11 @@ pub(crate) fn paper_space() -> Space {
         Param::boolean("persistent_workers"),
     ])
     .unwrap()
-    .with_priority(&["persistent_workers", "pin_memory", "prefetch_factor", "num_workers"])
+    .with_priority(&[
+        "persistent_workers",
+        "pin_memory",
+        "prefetch_factor",
+        "num_workers",
+    ])
     .unwrap()
 }

@@ -13,7 +13,9 @@ fn hits(options: &AvlOptions) -> (usize, usize) {
     for seed in 0..300u64 {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         // True cost 1 + 0.03·|x − 6|: neighbours differ by 3%, the noise is ±6%.
-        let f = |c: &Config| Ok((1.0 + 0.03 * (c.int(0) - 6).abs() as f64) * rng.random_range(0.94..1.06));
+        let f = |c: &Config| {
+            Ok((1.0 + 0.03 * (c.int(0) - 6).abs() as f64) * rng.random_range(0.94..1.06))
+        };
         let r = avl_search(&space, &mut Analytic::new(f), options);
         found += usize::from(r.best.unwrap().int(0) == 6);
         trials += r.trials;
@@ -23,8 +25,17 @@ fn hits(options: &AvlOptions) -> (usize, usize) {
 
 #[test]
 fn noise_policy_picks_the_true_optimum_more_often() {
-    let plain = AvlOptions { refine: true, noise: NoisePolicy::OFF };
-    let noisy = AvlOptions { refine: true, noise: NoisePolicy { threshold: 0.08, max_repeats: 7 } };
+    let plain = AvlOptions {
+        refine: true,
+        noise: NoisePolicy::OFF,
+    };
+    let noisy = AvlOptions {
+        refine: true,
+        noise: NoisePolicy {
+            threshold: 0.08,
+            max_repeats: 7,
+        },
+    };
     let (a, ta) = hits(&plain);
     let (b, tb) = hits(&noisy);
     println!("true optimum found: plain {a}/300 ({ta} trials), noise policy {b}/300 ({tb} trials)");

@@ -20,13 +20,24 @@ fn arb_problem() -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Vec<f64>, Vec
     prop::collection::vec(1usize..20, 1..4).prop_flat_map(|sizes| {
         let k = sizes.len();
         let opts = sizes.iter().map(|&n| 0..n).collect::<Vec<_>>();
-        (Just(sizes), opts, prop::collection::vec(0.1f64..10.0, k), prop::collection::vec(1i32..3, k))
+        (
+            Just(sizes),
+            opts,
+            prop::collection::vec(0.1f64..10.0, k),
+            prop::collection::vec(1i32..3, k),
+        )
     })
 }
 
 fn space_of(sizes: &[usize]) -> Space {
-    Space::new(sizes.iter().enumerate().map(|(i, &n)| Param::range(&format!("p{i}"), 0, n as i64 - 1, 1).unwrap()).collect())
-        .unwrap()
+    Space::new(
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| Param::range(&format!("p{i}"), 0, n as i64 - 1, 1).unwrap())
+            .collect(),
+    )
+    .unwrap()
 }
 
 proptest! {

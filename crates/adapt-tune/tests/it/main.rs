@@ -1,23 +1,42 @@
 //! The tuner on small generated data.
 
-use adapt_tune::{
-    DatasetChoice, Knobs, KnobSpace, Machine, Profile, Strategy, TrialSpec, TuneError, TuneOptions, replay, run, tune_command,
-};
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
 use adapt_search::{AvlOptions, NoisePolicy};
+use adapt_tune::{
+    DatasetChoice, KnobSpace, Knobs, Machine, Profile, Strategy, TrialSpec, TuneError, TuneOptions,
+    replay, run, tune_command,
+};
 use std::path::Path;
 
 fn quiet(_: &str) {}
 
 fn small_cifar(dir: &Path) {
-    adapt_synth::cifar10(dir, adapt_synth::Cifar10Spec { train: 600, test: 10, seed: 3 }, &adapt_synth::no_progress).unwrap();
+    adapt_synth::cifar10(
+        dir,
+        adapt_synth::Cifar10Spec {
+            train: 600,
+            test: 10,
+            seed: 3,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
 }
 
 fn options(dir: &Path, strategy: Strategy) -> TuneOptions {
     TuneOptions {
-        dataset: DatasetChoice::Named { kind: "cifar10".into(), path: dir.to_owned() },
+        dataset: DatasetChoice::Named {
+            kind: "cifar10".into(),
+            path: dir.to_owned(),
+        },
         batch_sizes: vec![32],
         strategy,
-        trial: TrialSpec { samples: 256, epochs: 2, seed: 1 },
+        trial: TrialSpec {
+            samples: 256,
+            epochs: 2,
+            seed: 1,
+        },
         final_repeats: 1,
         final_samples: Some(256),
         ..TuneOptions::default()
@@ -54,22 +73,52 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
     assert_eq!(r.default.config, Knobs::DEFAULT);
     assert!(r.search.avl.as_ref().unwrap().trials < r.search.grid.as_ref().unwrap().trials);
     assert_eq!(r.grid.len(), r.grid_size);
-    assert!(r.trace.iter().any(|t| t.strategy == "avl") && r.trace.iter().any(|t| t.strategy == "grid"));
+    assert!(
+        r.trace.iter().any(|t| t.strategy == "avl") && r.trace.iter().any(|t| t.strategy == "grid")
+    );
     let json = serde_json::to_value(&report).unwrap();
-    for key in ["default", "recommended", "optimal", "adapt", "adapt_rank", "grid_size", "search", "trace"] {
+    for key in [
+        "default",
+        "recommended",
+        "optimal",
+        "adapt",
+        "adapt_rank",
+        "grid_size",
+        "search",
+        "trace",
+    ] {
         assert!(json["runs"][0].get(key).is_some(), "missing {key}");
     }
-    assert_eq!(json["runs"][0]["adapt"]["config"].as_object().unwrap().len(), 4);
+    assert_eq!(
+        json["runs"][0]["adapt"]["config"]
+            .as_object()
+            .unwrap()
+            .len(),
+        4
+    );
     assert!(report.table().contains("batch size 32"));
 
     // Replay on the recorded grid: no trials run, stats for each strategy.
     let strategies = [
         ("plain", AvlOptions::plain()),
-        ("refined+noise", AvlOptions { refine: true, noise: NoisePolicy { threshold: 0.05, max_repeats: 3 } }),
+        (
+            "refined+noise",
+            AvlOptions {
+                refine: true,
+                noise: NoisePolicy {
+                    threshold: 0.05,
+                    max_repeats: 3,
+                },
+            },
+        ),
     ];
     let stats = replay(&report, &strategies, 10, 0.05).unwrap();
     assert_eq!(stats.len(), 2);
-    assert!(stats.iter().all(|s| (0.0..=1.0).contains(&s.within_5_percent) && s.mean_trials > 0.0));
+    assert!(
+        stats
+            .iter()
+            .all(|s| (0.0..=1.0).contains(&s.within_5_percent) && s.mean_trials > 0.0)
+    );
 
     // The SVG plot is written.
     let svg = dir.path().join("plot.svg");
@@ -81,8 +130,10 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
 fn same_seed_gives_the_same_json_structure() {
     let dir = tempfile::tempdir().unwrap();
     small_cifar(dir.path());
-    let a = serde_json::to_value(run(&options(dir.path(), Strategy::Avl), &quiet).unwrap()).unwrap();
-    let b = serde_json::to_value(run(&options(dir.path(), Strategy::Avl), &quiet).unwrap()).unwrap();
+    let a =
+        serde_json::to_value(run(&options(dir.path(), Strategy::Avl), &quiet).unwrap()).unwrap();
+    let b =
+        serde_json::to_value(run(&options(dir.path(), Strategy::Avl), &quiet).unwrap()).unwrap();
     assert_eq!(shape(&a), shape(&b));
 }
 
@@ -92,19 +143,44 @@ fn the_budget_prunes_before_running() {
     small_cifar(dir.path());
     let batch_bytes = 32 * 3072 * 4;
     // Room for 5 batches: num_workers × prefetch_factor ≤ 4.
-    let opts = TuneOptions { budget_bytes: Some(5 * batch_bytes), ..options(dir.path(), Strategy::Avl) };
+    let opts = TuneOptions {
+        budget_bytes: Some(5 * batch_bytes),
+        ..options(dir.path(), Strategy::Avl)
+    };
     let report = run(&opts, &quiet).unwrap();
     let r = &report.runs[0];
     let fits = |k: &Knobs| k.num_workers * k.prefetch_factor <= 4;
     assert!(fits(&r.adapt.config));
-    assert!(r.trace.iter().filter(|t| t.seconds.is_some()).all(|t| fits(&t.config)));
-    assert!(r.trace.iter().filter(|t| t.seconds.is_none()).all(|t| t.note.as_deref().unwrap_or("").starts_with("infeasible")));
+    assert!(
+        r.trace
+            .iter()
+            .filter(|t| t.seconds.is_some())
+            .all(|t| fits(&t.config))
+    );
+    assert!(
+        r.trace.iter().filter(|t| t.seconds.is_none()).all(|t| t
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("infeasible"))
+    );
     let space = KnobSpace::for_machine(&Machine::detect());
-    let expected = space.space().configurations().iter().filter(|c| !fits(&KnobSpace::knobs(c))).count();
+    let expected = space
+        .space()
+        .configurations()
+        .iter()
+        .filter(|c| !fits(&KnobSpace::knobs(c)))
+        .count();
     assert_eq!(r.pruned, expected);
     // Less than two batches: nothing can run.
-    let opts = TuneOptions { budget_bytes: Some(batch_bytes), ..options(dir.path(), Strategy::Avl) };
-    assert!(matches!(run(&opts, &quiet), Err(TuneError::NothingMeasured(_))));
+    let opts = TuneOptions {
+        budget_bytes: Some(batch_bytes),
+        ..options(dir.path(), Strategy::Avl)
+    };
+    assert!(matches!(
+        run(&opts, &quiet),
+        Err(TuneError::NothingMeasured(_))
+    ));
 }
 
 #[test]
@@ -112,36 +188,65 @@ fn a_profile_round_trips_and_is_reused() {
     let dir = tempfile::tempdir().unwrap();
     small_cifar(dir.path());
     let profile = dir.path().join("profile.json");
-    let opts = TuneOptions { profile: Some(profile.clone()), ..options(dir.path(), Strategy::Avl) };
+    let opts = TuneOptions {
+        profile: Some(profile.clone()),
+        ..options(dir.path(), Strategy::Avl)
+    };
     let first = run(&opts, &quiet).unwrap();
     assert_eq!(first.runs[0].adapt_source, "avl");
     let second = run(&opts, &quiet).unwrap();
     assert_eq!(second.runs[0].adapt_source, "profile");
     assert!(second.runs[0].search.avl.is_none());
     assert_eq!(second.runs[0].adapt.config, first.runs[0].adapt.config);
-    let retuned = run(&TuneOptions { retune: true, ..opts.clone() }, &quiet).unwrap();
+    let retuned = run(
+        &TuneOptions {
+            retune: true,
+            ..opts.clone()
+        },
+        &quiet,
+    )
+    .unwrap();
     assert_eq!(retuned.runs[0].adapt_source, "avl");
 
     let p = Profile::load(&profile).unwrap();
     let fingerprint = first.dataset["fingerprint"].as_str().unwrap();
     let machine = Machine::detect();
-    let base = adapt_loader::LoaderConfig { batch_size: 32, ..Default::default() };
+    let base = adapt_loader::LoaderConfig {
+        batch_size: 32,
+        ..Default::default()
+    };
     let c = p.loader_config(fingerprint, &base, &machine).unwrap();
     // The retuned run replaced the entry.
     assert_eq!(c.num_workers, retuned.runs[0].adapt.config.num_workers);
-    let other = Machine { cores: machine.cores + 7, ..machine };
-    assert!(p.loader_config(fingerprint, &base, &other).is_none(), "another machine's profile is not used");
+    let other = Machine {
+        cores: machine.cores + 7,
+        ..machine
+    };
+    assert!(
+        p.loader_config(fingerprint, &base, &other).is_none(),
+        "another machine's profile is not used"
+    );
 
     std::fs::write(&profile, "{ not json").unwrap();
     let err = run(&opts, &quiet).unwrap_err();
-    assert!(matches!(&err, TuneError::File { path, .. } if path == &profile), "{err}");
+    assert!(
+        matches!(&err, TuneError::File { path, .. } if path == &profile),
+        "{err}"
+    );
 }
 
 #[test]
 fn command_tuning_finds_the_known_optimum_and_reports_failures() {
     // Sleeps 30 ms per worker away from 2: the optimum is num_workers = 2.
     let template = "n={num_workers}; sleep 0.0$(( (n > 2 ? n - 2 : 2 - n) * 3 ))";
-    let opts = TuneOptions { final_repeats: 1, avl: AvlOptions { refine: true, noise: NoisePolicy::OFF }, ..TuneOptions::default() };
+    let opts = TuneOptions {
+        final_repeats: 1,
+        avl: AvlOptions {
+            refine: true,
+            noise: NoisePolicy::OFF,
+        },
+        ..TuneOptions::default()
+    };
     let report = tune_command(template, &opts, &quiet).unwrap();
     assert_eq!(report.runs[0].adapt.config.num_workers, 2);
 
@@ -150,21 +255,38 @@ fn command_tuning_finds_the_known_optimum_and_reports_failures() {
     let report = tune_command("exit {num_workers}", &opts, &quiet).unwrap();
     let r = &report.runs[0];
     assert_eq!(r.adapt.config.num_workers, 0);
-    assert!(r.trace.iter().any(|t| t.note.as_deref().is_some_and(|n| n.contains("exit status") && n.contains("exit 1"))));
-    assert!(tune_command("true", &opts, &quiet).is_err(), "a command without placeholders is refused");
+    assert!(r.trace.iter().any(|t| {
+        t.note
+            .as_deref()
+            .is_some_and(|n| n.contains("exit status") && n.contains("exit 1"))
+    }));
+    assert!(
+        tune_command("true", &opts, &quiet).is_err(),
+        "a command without placeholders is refused"
+    );
 }
 
 #[test]
 fn bad_options_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let named = |kind: &str, path: &Path| TuneOptions {
-        dataset: DatasetChoice::Named { kind: kind.into(), path: path.to_owned() },
+        dataset: DatasetChoice::Named {
+            kind: kind.into(),
+            path: path.to_owned(),
+        },
         ..TuneOptions::default()
     };
     let err = run(&named("mnist", dir.path()), &quiet).unwrap_err();
     assert!(err.to_string().contains("unknown dataset"), "{err}");
     let err = run(&named("cifar10", &dir.path().join("absent")), &quiet).unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
-    let err = run(&TuneOptions { batch_sizes: vec![0], ..named("cifar10", dir.path()) }, &quiet).unwrap_err();
+    let err = run(
+        &TuneOptions {
+            batch_sizes: vec![0],
+            ..named("cifar10", dir.path())
+        },
+        &quiet,
+    )
+    .unwrap_err();
     assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
 }
