@@ -25,7 +25,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         if let Some(f) = &args.filter {
             cmd.args(["--", f]);
         }
-        let status = cmd.status().with_context(|| format!("running cargo bench for {area}"))?;
+        let status = cmd
+            .status()
+            .with_context(|| format!("running cargo bench for {area}"))?;
         if !status.success() {
             bail!("cargo bench --bench {area} failed: {status}");
         }

@@ -1,4 +1,4 @@
-use crate::{Dataset, Error, Sample, SampleView, Shape};
+use crate::{Dataset, Encoded, Error, Sample, SampleView, Shape};
 use std::sync::Arc;
 
 /// Several datasets read as one, in order: index `i` of the concatenation is
@@ -55,6 +55,12 @@ impl Dataset for Concat {
     fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> {
         match self.locate(index) {
             Ok((p, i)) => self.parts[p].view(i),
+            Err(e) => Some(Err(e)),
+        }
+    }
+    fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
+        match self.locate(index) {
+            Ok((p, i)) => self.parts[p].encoded(i),
             Err(e) => Some(Err(e)),
         }
     }

@@ -32,14 +32,18 @@
 //! ```
 
 mod concat;
+mod encoded;
 mod error;
 mod normalize;
+mod permutation;
 mod sample;
 mod transform;
 
 pub use concat::Concat;
+pub use encoded::{Encoded, FixedSteps};
 pub use error::Error;
 pub use normalize::Normalize;
+pub use permutation::permutation;
 pub use sample::{Layout, Sample, SampleView, Shape};
 pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};
 
@@ -83,6 +87,14 @@ pub trait Dataset: Send + Sync {
         None
     }
 
+    /// The sample's original encoded bytes (a JPEG or PNG file's contents)
+    /// and the fixed steps a reader must still apply, for formats that store
+    /// encoded images; `None` (the default) for formats that store pixels.
+    /// A pack stores these when asked to keep images encoded.
+    fn encoded(&self, _index: usize) -> Option<Result<Encoded, Error>> {
+        None
+    }
+
     /// Where sample `index` comes from (a file path, a file and record), for
     /// error messages and `inspect`.
     fn source(&self, index: usize) -> String {
@@ -119,6 +131,7 @@ macro_rules! forward_dataset {
                 (**self).get_into(index, out)
             }
             fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> { (**self).view(index) }
+            fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> { (**self).encoded(index) }
             fn source(&self, index: usize) -> String { (**self).source(index) }
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
             fn num_classes(&self) -> Option<usize> { (**self).num_classes() }

@@ -5,10 +5,11 @@
 //! (left 25, top 45, right 153, bottom 173 → 128×128) unless configured
 //! otherwise.
 
-use crate::image_io::read_rgb_into;
+use crate::image_io::{read_file, read_rgb_into};
 use crate::{FormatError, encode_jpeg, write_atomically};
 use adapt_dataset::{
-    Crop, CropBox, Dataset, Error, Sample, Scratch, Shape, Transform, check_index,
+    Crop, CropBox, Dataset, Encoded, Error, FixedSteps, Sample, Scratch, Shape, Transform,
+    check_index,
 };
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -167,6 +168,21 @@ impl Dataset for CelebA {
         }
         out.label = self.entries[index].label;
         Ok(())
+    }
+    fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
+        let read = || -> Result<Encoded, Error> {
+            let bytes = read_file(&self.image_path(index)?)?;
+            let steps = FixedSteps {
+                crop: self.crop.map(|c| c.0),
+                expect: None,
+            };
+            Ok(Encoded {
+                bytes,
+                label: self.entries[index].label,
+                steps,
+            })
+        };
+        Some(read())
     }
     fn source(&self, index: usize) -> String {
         self.image_path(index)

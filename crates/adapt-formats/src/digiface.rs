@@ -4,9 +4,9 @@
 //! plus a configurable offset (the seed adds CelebA's class count so the two
 //! can be concatenated).
 
-use crate::image_io::read_rgb_into;
+use crate::image_io::{read_file, read_rgb_into};
 use crate::{FormatError, encode_png, write_atomically};
-use adapt_dataset::{Dataset, Error, Sample, Shape, check_index};
+use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Sample, Shape, check_index};
 use std::path::{Path, PathBuf};
 
 /// Side of a DigiFace1M image.
@@ -143,6 +143,18 @@ impl Dataset for DigiFace {
         }
         out.label = self.entries[index].label;
         Ok(())
+    }
+    fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
+        let read = || -> Result<Encoded, Error> {
+            let bytes = read_file(self.image_path(index)?)?;
+            let expect = Some(Shape::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE, 3));
+            Ok(Encoded {
+                bytes,
+                label: self.entries[index].label,
+                steps: FixedSteps { crop: None, expect },
+            })
+        };
+        Some(read())
     }
     fn source(&self, index: usize) -> String {
         self.image_path(index)

@@ -27,6 +27,41 @@ pub fn read_rgb_into(path: &Path, out: &mut Sample) -> Result<(), FormatError> {
     })
 }
 
+/// The bytes of an image file, as `Dataset::encoded` returns them.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, FormatError> {
+    std::fs::read(path).map_err(FormatError::io(path))
+}
+
+/// Decodes an encoded sample and applies its fixed steps (as the reader of
+/// its format would): RGB, shape check, crop. `path` names it in errors.
+pub fn decode_encoded_into(
+    path: &Path,
+    encoded: &adapt_dataset::Encoded,
+    out: &mut Sample,
+) -> Result<(), FormatError> {
+    decode_rgb_into(path, &encoded.bytes, out)?;
+    if let Some(expected) = encoded.steps.expect
+        && out.shape != expected
+    {
+        return Err(FormatError::UnexpectedShape {
+            path: path.to_owned(),
+            expected,
+            got: out.shape,
+        });
+    }
+    if let Some(b) = encoded.steps.crop {
+        use adapt_dataset::Transform;
+        adapt_dataset::Crop(b)
+            .apply(out, &mut adapt_dataset::Scratch::default())
+            .map_err(|source| FormatError::Transform {
+                path: path.to_owned(),
+                source,
+            })?;
+    }
+    out.label = encoded.label;
+    Ok(())
+}
+
 /// Decodes encoded image `bytes` (JPEG or PNG) as RGB into `out`; `path` only
 /// names the image in errors.
 pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<(), FormatError> {

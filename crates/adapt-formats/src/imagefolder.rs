@@ -4,8 +4,8 @@
 //! torchvision skips files without an image extension.
 
 use crate::FormatError;
-use crate::image_io::read_rgb_into;
-use adapt_dataset::{Dataset, Error, Sample, check_index};
+use crate::image_io::{read_file, read_rgb_into};
+use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Sample, check_index};
 use std::path::{Path, PathBuf};
 
 /// Extensions read (compared without case).
@@ -95,6 +95,18 @@ impl Dataset for ImageFolder {
         read_rgb_into(path, out)?;
         out.label = *label;
         Ok(())
+    }
+    fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
+        let read = || -> Result<Encoded, Error> {
+            check_index(index, self.entries.len())?;
+            let (path, label) = &self.entries[index];
+            Ok(Encoded {
+                bytes: read_file(path)?,
+                label: *label,
+                steps: FixedSteps::default(),
+            })
+        };
+        Some(read())
     }
     fn source(&self, index: usize) -> String {
         match check_index(index, self.entries.len()) {

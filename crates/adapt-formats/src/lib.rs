@@ -28,7 +28,9 @@ pub use cifar10::{
 };
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
-pub use image_io::{decode_rgb_into, encode_jpeg, encode_png, write_atomically};
+pub use image_io::{
+    decode_encoded_into, decode_rgb_into, encode_jpeg, encode_png, write_atomically,
+};
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 mod registry;
 pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

@@ -14,6 +14,14 @@ pub enum ErrorPolicy {
     Skip,
 }
 
+/// A custom epoch order (a pack's shard-streaming order, say). It replaces
+/// `shuffle` and `distributed`: the sampler decides the order and this
+/// rank's share, and must be a pure function of its inputs.
+pub trait Sampler: Send + Sync + std::fmt::Debug {
+    /// Dataset indices to visit in `epoch`, each below `len`.
+    fn order(&self, len: usize, epoch: u64) -> Vec<usize>;
+}
+
 /// One rank of a distributed run, with PyTorch `DistributedSampler`
 /// semantics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +46,8 @@ pub struct LoaderConfig {
     pub seed: u64,
     /// Split the epoch across ranks.
     pub distributed: Option<Distributed>,
+    /// A custom order instead of `shuffle` / `distributed`.
+    pub sampler: Option<Arc<dyn Sampler>>,
     /// Worker threads; 0 loads in the calling thread.
     pub num_workers: usize,
     /// Batches in flight per worker; `None` means 2 with workers. Setting it
@@ -66,6 +76,7 @@ impl Default for LoaderConfig {
             drop_last: false,
             seed: 0,
             distributed: None,
+            sampler: None,
             num_workers: 0,
             prefetch_factor: None,
             pin_memory: false,
@@ -105,7 +116,11 @@ impl LoaderConfig {
 
     /// Batches per epoch, for a dataset of `len` samples.
     pub fn batches_per_epoch(&self, len: usize) -> usize {
-        let n = self.samples_per_epoch(len);
+        self.batches_for(self.samples_per_epoch(len))
+    }
+
+    /// Batches for an epoch order of `n` samples.
+    pub fn batches_for(&self, n: usize) -> usize {
         if self.drop_last {
             n / self.batch_size
         } else {

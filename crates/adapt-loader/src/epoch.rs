@@ -41,13 +41,19 @@ impl<'a> Epoch<'a> {
     ) -> Result<Self, LoaderError> {
         let loader: &'a Loader = loader;
         let config = &loader.config;
-        let order = Arc::new(epoch_order(config, loader.ctx.dataset.len(), epoch));
+        let len = loader.ctx.dataset.len();
+        let order = Arc::new(epoch_order(config, len, epoch));
+        if let Some(&bad) = order.iter().find(|&&i| i >= len) {
+            return Err(LoaderError::InvalidConfig(format!(
+                "the sampler gave index {bad} for a dataset of {len}"
+            )));
+        }
         let source = match (&loader.persistent, config.num_workers) {
             (_, 0) => Source::Inline(inline_state()),
             (Some(w), _) => Source::Persistent(w),
             (None, n) => Source::Owned(Workers::spawn(&loader.ctx, n)?),
         };
-        let batches = loader.batches_per_epoch();
+        let batches = config.batches_for(order.len());
         let mut e = Self {
             loader,
             source,

@@ -52,7 +52,7 @@ mod sampler;
 mod worker;
 
 pub use batch::Batch;
-pub use config::{Distributed, ErrorPolicy, LoaderConfig};
+pub use config::{Distributed, ErrorPolicy, LoaderConfig, Sampler};
 pub use epoch::Epoch;
 pub use error::LoaderError;
 pub use pool::{BufferProvider, HeapBuffers, HostBuffer};
@@ -151,9 +151,14 @@ impl Loader {
         self.ctx.shape
     }
 
-    /// Number of batches per epoch.
+    /// Number of batches per epoch (with a custom sampler, of epoch 0).
     pub fn batches_per_epoch(&self) -> usize {
-        self.config.batches_per_epoch(self.ctx.dataset.len())
+        match &self.config.sampler {
+            Some(s) => self
+                .config
+                .batches_for(s.order(self.ctx.dataset.len(), 0).len()),
+            None => self.config.batches_per_epoch(self.ctx.dataset.len()),
+        }
     }
 
     /// Bytes of one full batch's f32 data.

@@ -2,17 +2,19 @@
 //! split across ranks as PyTorch's `DistributedSampler` does.
 
 use crate::LoaderConfig;
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 /// The dataset indices this rank visits in `epoch`, in order. A pure
 /// function of the configuration's seed, shuffle, drop_last and rank/world
 /// size, the dataset length and the epoch: no other knob enters.
 pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..len).collect();
-    if config.shuffle {
-        shuffle(&mut order, config.seed, epoch);
+    if let Some(s) = &config.sampler {
+        return s.order(len, epoch);
     }
+    let mut order: Vec<usize> = if config.shuffle {
+        adapt_dataset::permutation(len, config.seed, epoch)
+    } else {
+        (0..len).collect()
+    };
     let Some(d) = config.distributed else {
         return order;
     };
@@ -33,18 +35,6 @@ pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> 
         .skip(d.rank)
         .step_by(d.world_size)
         .collect()
-}
-
-/// Fisher–Yates over a ChaCha8 stream keyed by (seed, epoch). The bounded
-/// draw is written out (multiply-shift) so the order depends only on the
-/// ChaCha stream, not on a rand release's sampling algorithm.
-fn shuffle(order: &mut [usize], seed: u64, epoch: u64) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(epoch);
-    for i in (1..order.len()).rev() {
-        let j = ((u128::from(rng.next_u64()) * (i as u128 + 1)) >> 64) as usize;
-        order.swap(i, j);
-    }
 }
 
 #[cfg(test)]

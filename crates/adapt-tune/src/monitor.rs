@@ -7,8 +7,6 @@ use crate::{KnobSpace, Knobs, TuneError};
 use adapt_dataset::{Dataset, Error, Sample, Shape};
 use adapt_loader::{Loader, LoaderConfig, LoaderError};
 use adapt_search::{Config, Objective, TrialError};
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
@@ -48,17 +46,10 @@ impl Subset {
     /// `n` indices of `inner` drawn without replacement from `seed` (all of
     /// them, in order, when `n` ≥ its length).
     pub fn random(inner: Arc<dyn Dataset>, n: usize, seed: u64) -> Self {
-        let len = inner.len();
-        let mut indices: Vec<usize> = (0..len).collect();
-        if n < len {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_5b5e_7000_0000);
-            for i in 0..n {
-                let j = i + ((u128::from(rng.next_u64()) * (len - i) as u128) >> 64) as usize;
-                indices.swap(i, j);
-            }
-            indices.truncate(n);
-            indices.sort_unstable();
-        }
+        // A fixed random subset, read in index order (the loader shuffles).
+        let mut indices = adapt_dataset::permutation(inner.len(), seed, u64::MAX);
+        indices.truncate(n);
+        indices.sort_unstable();
         Self { inner, indices }
     }
 }

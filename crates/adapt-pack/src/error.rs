@@ -1,0 +1,84 @@
+use std::path::PathBuf;
+
+/// Errors of the pack writer, reader and verifier. Each names the pack,
+/// shard file and frame at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackError {
+    /// An I/O error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A manifest that is missing, unreadable or inconsistent.
+    #[error("{path}: {message}")]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A shard whose header, footer or index is not what the format says.
+    #[error("{path}: {message}")]
+    BadShard {
+        /// The shard file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A frame whose bytes do not match their checksum, or do not decode.
+    #[error("{path}: frame {frame}: {message}")]
+    BadFrame {
+        /// The shard file.
+        path: PathBuf,
+        /// The frame number in that shard.
+        frame: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// Damage found by [`verify`](crate::verify): every problem, each naming
+    /// its shard and frame.
+    #[error("{dir}: damaged pack:\n  {}", problems.join("\n  "))]
+    Damaged {
+        /// The pack.
+        dir: PathBuf,
+        /// One line per problem.
+        problems: Vec<String>,
+    },
+    /// The output folder holds a different pack.
+    #[error("{dir}: {message} (pass overwrite to replace it)")]
+    Exists {
+        /// The pack folder.
+        dir: PathBuf,
+        /// What is there.
+        message: String,
+    },
+    /// A source sample could not be read while packing.
+    #[error("source sample {index}: {source}")]
+    Source {
+        /// Index in the source dataset.
+        index: usize,
+        /// The dataset's error.
+        source: adapt_dataset::Error,
+    },
+    /// Impossible options (shard size 0, zstd level out of range, encoded
+    /// store for a format without encoded images …).
+    #[error("{0}")]
+    InvalidOption(String),
+}
+
+impl PackError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| PackError::Io { path, source }
+    }
+}
+
+impl From<PackError> for adapt_dataset::Error {
+    fn from(e: PackError) -> Self {
+        adapt_dataset::Error::reader(e)
+    }
+}

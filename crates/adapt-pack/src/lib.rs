@@ -1,0 +1,33 @@
+//! Sharded packs: a dataset shuffled once and packed into a few large shard
+//! files of bincode records in zstd frames, with checksums, an index of
+//! frames and a JSON manifest written last. The second seed's trick (reading
+//! many small image files is slow; reading a few big files is not) done so
+//! that damage is detected and named, interrupted writes never look
+//! complete, and a pack reads back as a [`adapt_dataset::Dataset`].
+//!
+//! Not for augmentation or decoding policy: `raw` packs hold the pixels a
+//! reader produced (after the format's fixed steps), `encoded` packs the
+//! original file bytes plus those steps, which [`PackDataset`] replays with
+//! `adapt-formats`' decoder. The on-disk format is `docs/pack-format.md`;
+//! bincode stays behind this crate's own types ([`Manifest`], the record
+//! types are private), so the encoding can change without touching users.
+//!
+//! Two ways to read: random access (`Dataset::get` through the frame index,
+//! with a small cache of decompressed frames), and a shard-streaming order
+//! ([`ShardStream`], a loader sampler) that reads whole shards in turn for
+//! throughput.
+
+mod error;
+mod format;
+mod manifest;
+mod reader;
+mod stream;
+mod verify;
+mod writer;
+
+pub use error::PackError;
+pub use manifest::{Manifest, ShardInfo, Store};
+pub use reader::PackDataset;
+pub use stream::ShardStream;
+pub use verify::{VerifyReport, verify};
+pub use writer::{PackOptions, SourceInfo, write_pack};

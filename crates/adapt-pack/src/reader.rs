@@ -1,0 +1,241 @@
+//! Random access to a pack through its frame index.
+
+use crate::format::{Body, FrameEntry, Record};
+use crate::verify::{open_shard, read_frame};
+use crate::{Manifest, PackError};
+use adapt_dataset::{
+    CropBox, Dataset, Encoded, Error, FixedSteps, Layout, Sample, Shape, check_index,
+};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+struct Shard {
+    path: PathBuf,
+    file: File,
+    frames: Vec<FrameEntry>,
+}
+
+type Frame = Arc<Vec<Record>>;
+
+/// A pack read as a map-style dataset, in pack order (the shuffled order it
+/// was written in). A sample is found through the frame index and read by
+/// decompressing its frame only; a small cache keeps the most recently used
+/// decompressed frames, shared by every worker.
+pub struct PackDataset {
+    dir: PathBuf,
+    manifest: Manifest,
+    shards: Vec<Shard>,
+    /// `ends[k]`: one past the last pack index held by shard `k`.
+    ends: Vec<usize>,
+    cache: Mutex<Vec<((usize, usize), Frame)>>,
+    cache_frames: usize,
+}
+
+impl PackDataset {
+    /// Opens the pack in `dir`: reads the manifest and every shard's header
+    /// and frame index, and checks that they agree (counts, sizes, pack id,
+    /// record kind). Frame checksums are checked as frames are read.
+    pub fn open(dir: &Path) -> Result<Self, PackError> {
+        let manifest = Manifest::load(dir)?;
+        let mut shards = Vec::new();
+        let mut ends = Vec::new();
+        let mut total = 0;
+        for info in &manifest.shards {
+            let path = dir.join(&info.file);
+            let (file, header, frames, len) = open_shard(&path)?;
+            let mismatch = |what: String| PackError::Manifest {
+                path: dir.join(crate::manifest::MANIFEST),
+                message: format!("{} {what}", info.file),
+            };
+            if len != info.bytes {
+                return Err(mismatch(format!(
+                    "is {len} bytes, the manifest says {}",
+                    info.bytes
+                )));
+            }
+            if header.records as usize != info.samples {
+                return Err(mismatch(format!(
+                    "holds {} samples, the manifest says {}",
+                    header.records, info.samples
+                )));
+            }
+            if format!("{:016x}", header.pack_id) != manifest.pack_id
+                || header.store != manifest.store
+            {
+                return Err(mismatch("belongs to another pack".into()));
+            }
+            total += info.samples;
+            ends.push(total);
+            shards.push(Shard { path, file, frames });
+        }
+        Ok(Self {
+            dir: dir.to_owned(),
+            manifest,
+            shards,
+            ends,
+            cache: Mutex::new(Vec::new()),
+            cache_frames: 16,
+        })
+    }
+
+    /// Keeps up to `frames` decompressed frames (at least 1; 16 by default).
+    /// Size it to the number of workers reading at once, times two.
+    #[must_use]
+    pub fn with_cache_frames(mut self, frames: usize) -> Self {
+        self.cache_frames = frames.max(1);
+        self
+    }
+
+    /// The manifest.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The pack folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Pack index ranges of each shard, in order.
+    pub fn shard_ranges(&self) -> Vec<std::ops::Range<usize>> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&e| {
+                let r = start..e;
+                start = e;
+                r
+            })
+            .collect()
+    }
+
+    fn locate(&self, index: usize) -> Result<(usize, usize, usize), Error> {
+        check_index(index, self.len())?;
+        let s = self.ends.partition_point(|&e| e <= index);
+        let local = index - if s == 0 { 0 } else { self.ends[s - 1] };
+        let f = self.shards[s]
+            .frames
+            .partition_point(|fe| (fe.first + fe.count) as usize <= local);
+        Ok((s, f, local - self.shards[s].frames[f].first as usize))
+    }
+
+    fn frame(&self, s: usize, f: usize) -> Result<Frame, PackError> {
+        let key = (s, f);
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(pos) = cache.iter().position(|(k, _)| *k == key) {
+                let hit = cache.remove(pos);
+                let frame = Arc::clone(&hit.1);
+                cache.push(hit);
+                return Ok(frame);
+            }
+        }
+        // Decompress outside the lock: other workers keep reading.
+        let shard = &self.shards[s];
+        let frame = Arc::new(read_frame(&shard.path, &shard.file, f, &shard.frames[f])?);
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if !cache.iter().any(|(k, _)| *k == key) {
+            if cache.len() >= self.cache_frames {
+                cache.remove(0);
+            }
+            cache.push((key, Arc::clone(&frame)));
+        }
+        Ok(frame)
+    }
+
+    fn with_record<T>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&Record, String) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let (s, fr, r) = self.locate(index)?;
+        let frame = self.frame(s, fr)?;
+        let name = format!("{}#frame={fr},record={r}", self.shards[s].path.display());
+        f(&frame[r], name)
+    }
+
+    /// The sample's index in the source dataset.
+    pub fn origin(&self, index: usize) -> Result<usize, Error> {
+        self.with_record(index, |rec, _| Ok(rec.origin as usize))
+    }
+}
+
+impl Dataset for PackDataset {
+    fn len(&self) -> usize {
+        self.ends.last().copied().unwrap_or(0)
+    }
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        let mut s = Sample::default();
+        self.get_into(index, &mut s)?;
+        Ok(s)
+    }
+    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+        self.with_record(index, |rec, name| match &rec.body {
+            Body::Raw {
+                height,
+                width,
+                channels,
+                planar,
+                pixels,
+            } => {
+                out.pixels.clear();
+                out.pixels.extend_from_slice(pixels);
+                out.shape = Shape::new(*height, *width, *channels);
+                out.layout = if *planar {
+                    Layout::Planar
+                } else {
+                    Layout::Interleaved
+                };
+                out.label = rec.label;
+                out.validate()
+            }
+            Body::Encoded { .. } => {
+                let e = encoded_of(rec);
+                Ok(adapt_formats::decode_encoded_into(
+                    Path::new(&name),
+                    &e,
+                    out,
+                )?)
+            }
+        })
+    }
+    fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
+        (self.manifest.store == crate::Store::Encoded)
+            .then(|| self.with_record(index, |rec, _| Ok(encoded_of(rec))))
+    }
+    fn source(&self, index: usize) -> String {
+        self.with_record(index, |rec, name| {
+            Ok(format!("{name} (origin {})", rec.origin))
+        })
+        .unwrap_or_else(|e| e.to_string())
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        self.manifest.shape.map(|[h, w, c]| Shape::new(h, w, c))
+    }
+    fn num_classes(&self) -> Option<usize> {
+        self.manifest.classes
+    }
+}
+
+fn encoded_of(rec: &Record) -> Encoded {
+    match &rec.body {
+        Body::Encoded {
+            bytes,
+            crop,
+            expect,
+        } => Encoded {
+            bytes: bytes.clone(),
+            label: rec.label,
+            steps: FixedSteps {
+                crop: crop.map(|[l, t, r, b]| CropBox::new(l, t, r, b)),
+                expect: expect.map(|[h, w, c]| Shape::new(h, w, c)),
+            },
+        },
+        Body::Raw { .. } => Encoded {
+            bytes: Vec::new(),
+            label: rec.label,
+            steps: FixedSteps::default(),
+        },
+    }
+}

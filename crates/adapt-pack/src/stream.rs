@@ -1,0 +1,101 @@
+//! The shard-streaming order: whole shards in turn, for throughput.
+
+use crate::PackDataset;
+
+/// Visits a pack shard by shard: the shard order is shuffled per epoch from
+/// the seed, shards are dealt round-robin to ranks, and within a rank's
+/// shards samples pass through a shuffle buffer of bounded size. A pure
+/// function of (seed, epoch, rank, world size). Used as a loader sampler,
+/// consecutive batches come from the same few frames, so each frame is
+/// decompressed about once per epoch.
+///
+/// Shuffle quality: the buffer releases a random one of its `buffer`
+/// samples per record read, so a batch holds records read recently, mostly
+/// from one or two shards (a sample can linger in the buffer; it leaves
+/// after `buffer` draws on average). Packing shuffled the whole dataset
+/// first, so those records' source indices are spread over the whole
+/// source; what stays fixed across epochs is the grouping into shards (two
+/// samples of shards far apart in an epoch's order rarely share a batch).
+/// Random access over a pack, like any loader shuffle, lets any two samples
+/// meet. Figures: `docs/pack-format.md`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardStream {
+    shards: Vec<std::ops::Range<usize>>,
+    seed: u64,
+    buffer: usize,
+    rank: usize,
+    world_size: usize,
+}
+
+impl ShardStream {
+    /// Streams `pack` with a shuffle buffer of `buffer` samples (≥ 1).
+    pub fn new(pack: &PackDataset, seed: u64, buffer: usize) -> Self {
+        Self {
+            shards: pack.shard_ranges(),
+            seed,
+            buffer: buffer.max(1),
+            rank: 0,
+            world_size: 1,
+        }
+    }
+
+    /// This rank's share: shards `rank, rank + world_size, …` of each
+    /// epoch's shuffled shard list (whole shards: ranks differ in sample
+    /// count when shards do).
+    #[must_use]
+    pub fn with_rank(mut self, rank: usize, world_size: usize) -> Self {
+        self.world_size = world_size.max(1);
+        self.rank = rank.min(self.world_size - 1);
+        self
+    }
+
+    /// Pack indices of this rank in `epoch`, in streaming order.
+    pub fn order(&self, epoch: u64) -> Vec<usize> {
+        let shard_order = adapt_dataset::permutation(self.shards.len(), self.seed, epoch);
+        let mut draw = Draw::new(
+            self.seed ^ 0x5348_5244,
+            epoch.wrapping_mul(1 << 20) ^ self.rank as u64,
+        );
+        let mut buffer = Vec::with_capacity(self.buffer);
+        let mut out = Vec::new();
+        for &s in shard_order.iter().skip(self.rank).step_by(self.world_size) {
+            for i in self.shards[s].clone() {
+                buffer.push(i);
+                if buffer.len() == self.buffer {
+                    out.push(buffer.swap_remove(draw.below(buffer.len())));
+                }
+            }
+        }
+        while !buffer.is_empty() {
+            out.push(buffer.swap_remove(draw.below(buffer.len())));
+        }
+        out
+    }
+}
+
+/// Counter-based splitmix64 draws: deterministic, and independent of any
+/// rand release.
+struct Draw {
+    seed: u64,
+    stream: u64,
+    n: u64,
+}
+
+impl Draw {
+    fn new(seed: u64, stream: u64) -> Self {
+        Self { seed, stream, n: 0 }
+    }
+
+    /// A uniform index below `bound` (multiply-shift of a 64-bit draw).
+    fn below(&mut self, bound: usize) -> usize {
+        self.n += 1;
+        let mut z = self
+            .seed
+            .wrapping_add(self.n.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            ^ self.stream.rotate_left(17);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        ((u128::from(z) * bound as u128) >> 64) as usize
+    }
+}

@@ -1,0 +1,203 @@
+//! Checking a pack: every checksum and count, every problem named.
+
+use crate::format::{self, FOOTER_LEN, Footer, FrameEntry, HEADER_LEN, Header, xxh3};
+use crate::{Manifest, PackError};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// What a shard holds, once checked.
+pub(crate) struct ShardSummary {
+    pub(crate) header: Header,
+    pub(crate) frames: Vec<FrameEntry>,
+    pub(crate) bytes: u64,
+    pub(crate) hash: u64,
+}
+
+/// Reads a shard's header, footer and index (checking the index checksum
+/// and that the frames tile the records).
+pub(crate) fn open_shard(path: &Path) -> Result<(File, Header, Vec<FrameEntry>, u64), PackError> {
+    let file = File::open(path).map_err(PackError::io(path))?;
+    let len = file.metadata().map_err(PackError::io(path))?.len();
+    let bad = |message: String| PackError::BadShard {
+        path: path.to_owned(),
+        message,
+    };
+    if len < (HEADER_LEN + FOOTER_LEN) as u64 {
+        return Err(bad(format!("truncated: {len} bytes")));
+    }
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut head, 0)
+        .map_err(PackError::io(path))?;
+    let header = Header::parse(path, &head)?;
+    let mut foot = [0u8; FOOTER_LEN];
+    file.read_exact_at(&mut foot, len - FOOTER_LEN as u64)
+        .map_err(PackError::io(path))?;
+    let footer = Footer::parse(path, &foot, len)?;
+    let mut idx = vec![0u8; footer.index_len as usize];
+    file.read_exact_at(&mut idx, footer.index_offset)
+        .map_err(PackError::io(path))?;
+    if xxh3(&idx) != footer.index_hash {
+        return Err(bad("frame index checksum mismatch".into()));
+    }
+    let frames = format::decode_index(&idx).map_err(|e| bad(format!("frame index: {e}")))?;
+    let mut next = 0u32;
+    let mut offset = HEADER_LEN as u64;
+    for (i, f) in frames.iter().enumerate() {
+        if f.first != next || f.offset != offset || f.count == 0 {
+            return Err(bad(format!(
+                "frame index entry {i} does not follow the previous frame"
+            )));
+        }
+        next += f.count;
+        offset += u64::from(f.compressed);
+    }
+    if next != header.records || offset != footer.index_offset {
+        return Err(bad(format!(
+            "frames hold {next} records, the header says {}",
+            header.records
+        )));
+    }
+    Ok((file, header, frames, len))
+}
+
+/// Reads, checks and decodes frame `k`.
+pub(crate) fn read_frame(
+    path: &Path,
+    file: &File,
+    k: usize,
+    f: &FrameEntry,
+) -> Result<Vec<format::Record>, PackError> {
+    let bad = |message: String| PackError::BadFrame {
+        path: path.to_owned(),
+        frame: k,
+        message,
+    };
+    let mut buf = vec![0u8; f.compressed as usize];
+    file.read_exact_at(&mut buf, f.offset)
+        .map_err(PackError::io(path))?;
+    if xxh3(&buf) != f.hash {
+        return Err(bad("checksum mismatch".into()));
+    }
+    let raw =
+        zstd::bulk::decompress(&buf, f.raw as usize).map_err(|e| bad(format!("zstd: {e}")))?;
+    let records = format::decode_records(&raw).map_err(|e| bad(format!("records: {e}")))?;
+    if records.len() != f.count as usize {
+        return Err(bad(format!(
+            "{} records, the index says {}",
+            records.len(),
+            f.count
+        )));
+    }
+    Ok(records)
+}
+
+fn file_hash(path: &Path) -> Result<u64, PackError> {
+    let mut f = File::open(path).map_err(PackError::io(path))?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(PackError::io(path))?;
+        if n == 0 {
+            return Ok(h.digest());
+        }
+        h.update(&buf[..n]);
+    }
+}
+
+/// Checks one shard completely; `expect` is (records, pack id). Returns
+/// every problem found.
+pub(crate) fn check_shard(
+    path: &Path,
+    expect: Option<(usize, u64)>,
+) -> Result<ShardSummary, Vec<String>> {
+    let name = path.display();
+    let (file, header, frames, bytes) = open_shard(path).map_err(|e| vec![e.to_string()])?;
+    let mut problems = Vec::new();
+    if let Some((records, id)) = expect {
+        if header.records as usize != records {
+            problems.push(format!(
+                "{name}: holds {} samples, expected {records}",
+                header.records
+            ));
+        }
+        if header.pack_id != id {
+            problems.push(format!("{name}: belongs to another pack"));
+        }
+    }
+    for (k, f) in frames.iter().enumerate() {
+        if let Err(e) = read_frame(path, &file, k, f) {
+            problems.push(e.to_string());
+        }
+    }
+    let hash = file_hash(path).map_err(|e| vec![e.to_string()])?;
+    if problems.is_empty() {
+        Ok(ShardSummary {
+            header,
+            frames,
+            bytes,
+            hash,
+        })
+    } else {
+        Err(problems)
+    }
+}
+
+/// The result of a clean [`verify`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Shards checked.
+    pub shards: usize,
+    /// Frames checked.
+    pub frames: usize,
+    /// Samples found.
+    pub samples: usize,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+/// Checks every shard of the pack in `dir` against its manifest: file
+/// checksums and sizes, header, index, every frame's checksum and record
+/// count. All problems are reported together, each naming its shard and
+/// frame ([`PackError::Damaged`]).
+pub fn verify(dir: &Path) -> Result<VerifyReport, PackError> {
+    let m = Manifest::load(dir)?;
+    let id = u64::from_str_radix(&m.pack_id, 16).map_err(|e| PackError::Manifest {
+        path: dir.join(crate::manifest::MANIFEST),
+        message: format!("pack id: {e}"),
+    })?;
+    let mut problems = Vec::new();
+    let mut report = VerifyReport {
+        shards: 0,
+        frames: 0,
+        samples: 0,
+        bytes: 0,
+    };
+    for s in &m.shards {
+        let path: PathBuf = dir.join(&s.file);
+        match check_shard(&path, Some((s.samples, id))) {
+            Ok(sum) => {
+                if format!("{:016x}", sum.hash) != s.xxh3 || sum.bytes != s.bytes {
+                    problems.push(format!(
+                        "{}: file checksum or size differs from the manifest",
+                        path.display()
+                    ));
+                }
+                report.shards += 1;
+                report.frames += sum.frames.len();
+                report.samples += sum.header.records as usize;
+                report.bytes += sum.bytes;
+            }
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(PackError::Damaged {
+            dir: dir.to_owned(),
+            problems,
+        })
+    }
+}

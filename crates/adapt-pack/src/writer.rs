@@ -1,0 +1,392 @@
+//! Writing a pack: shuffle, shard, frame, compress, checksum, rename, and
+//! the manifest last. Resumable and refusing to clobber another pack.
+
+use crate::format::{self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, xxh3};
+use crate::manifest::{FORMAT, MANIFEST, VERSION};
+use crate::verify::check_shard;
+use crate::{Manifest, PackError, ShardInfo, Store};
+use adapt_dataset::{Dataset, Layout};
+use rayon::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// How to pack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackOptions {
+    /// Samples per shard (the seed uses 10,000 per pickle).
+    pub shard_size: usize,
+    /// Seed of the shuffle before packing.
+    pub seed: u64,
+    /// Raw pixels or encoded bytes.
+    pub store: Store,
+    /// zstd level (1–22).
+    pub zstd_level: i32,
+    /// Target uncompressed bytes per frame: the unit of random access.
+    pub frame_bytes: usize,
+    /// Replace a different pack found in the output folder.
+    pub overwrite: bool,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        Self {
+            shard_size: 10_000,
+            seed: 0,
+            store: Store::Raw,
+            zstd_level: 3,
+            frame_bytes: 256 << 10,
+            overwrite: false,
+        }
+    }
+}
+
+/// Where the samples come from (recorded in the manifest).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// Format name.
+    pub dataset: String,
+    /// Path as given.
+    pub path: String,
+    /// Class names, when the format has them.
+    pub class_names: Option<Vec<String>>,
+}
+
+/// Counts and hashes every byte written.
+struct Hashing<W> {
+    inner: W,
+    hasher: xxhash_rust::xxh3::Xxh3,
+    written: u64,
+}
+
+impl<W: Write> Hashing<W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+fn check_options(ds: &dyn Dataset, o: &PackOptions) -> Result<(), PackError> {
+    let bad = |m: String| Err(PackError::InvalidOption(m));
+    if o.shard_size == 0 || o.shard_size > u32::MAX as usize {
+        return bad(format!(
+            "shard size {} (must be 1 ..= 2^32-1)",
+            o.shard_size
+        ));
+    }
+    if !(1..=22).contains(&o.zstd_level) {
+        return bad(format!("zstd level {} (must be 1 ..= 22)", o.zstd_level));
+    }
+    if o.frame_bytes < 1024 {
+        return bad(format!(
+            "frame size {} bytes (at least 1024)",
+            o.frame_bytes
+        ));
+    }
+    if ds.is_empty() {
+        return bad("the source dataset is empty".into());
+    }
+    if o.store == Store::Encoded && ds.encoded(0).is_none() {
+        return bad(
+            "this format stores decoded pixels, not encoded images: pack it with store raw".into(),
+        );
+    }
+    Ok(())
+}
+
+fn pack_id(ds: &dyn Dataset, source: &SourceInfo, o: &PackOptions) -> u64 {
+    let text = format!(
+        "{}|{}|{}|{}|{}|{}|{}|{:?}|{}|{}",
+        source.dataset,
+        source.path,
+        ds.len(),
+        ds.source(0),
+        ds.source(ds.len() - 1),
+        o.seed,
+        o.shard_size,
+        o.store,
+        o.zstd_level,
+        o.frame_bytes
+    );
+    xxh3(text.as_bytes())
+}
+
+fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Record, PackError> {
+    let src = |source| PackError::Source {
+        index: origin,
+        source,
+    };
+    match store {
+        Store::Raw => {
+            let s = ds.get(origin).map_err(src)?;
+            let body = Body::Raw {
+                height: s.shape.height,
+                width: s.shape.width,
+                channels: s.shape.channels,
+                planar: s.layout == Layout::Planar,
+                pixels: s.pixels,
+            };
+            Ok(Record {
+                origin: origin as u64,
+                label: s.label,
+                body,
+            })
+        }
+        Store::Encoded => {
+            let e = ds
+                .encoded(origin)
+                .ok_or_else(|| {
+                    PackError::InvalidOption(format!("sample {origin} has no encoded form"))
+                })?
+                .map_err(src)?;
+            let body = Body::Encoded {
+                bytes: e.bytes,
+                crop: e.steps.crop.map(|c| [c.left, c.top, c.right, c.bottom]),
+                expect: e.steps.expect.map(|s| [s.height, s.width, s.channels]),
+            };
+            Ok(Record {
+                origin: origin as u64,
+                label: e.label,
+                body,
+            })
+        }
+    }
+}
+
+/// One frame, compressed: `(bytes, uncompressed length, records)`.
+fn build_frame(
+    ds: &dyn Dataset,
+    origins: &[usize],
+    o: &PackOptions,
+) -> Result<(Vec<u8>, usize, usize), PackError> {
+    let records = origins
+        .iter()
+        .map(|&i| record(ds, i, o.store))
+        .collect::<Result<Vec<_>, _>>()?;
+    let raw = format::encode_records(&records);
+    let compressed = zstd::bulk::compress(&raw, o.zstd_level)
+        .map_err(|e| PackError::InvalidOption(format!("zstd: {e}")))?;
+    Ok((compressed, raw.len(), records.len()))
+}
+
+fn list_shard_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(PackError::io(dir))? {
+        let p = e.map_err(PackError::io(dir))?.path();
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("shard-") && (name.ends_with(".adpk") || name.ends_with(".partial")) {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn read_header(path: &Path) -> Option<Header> {
+    use std::io::Read;
+    let mut b = [0u8; format::HEADER_LEN];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut b))
+        .ok()?;
+    Header::parse(path, &b).ok()
+}
+
+fn remove(path: &Path) -> Result<(), PackError> {
+    std::fs::remove_file(path).map_err(PackError::io(path))
+}
+
+/// Packs `ds` into `out`. Shuffles the whole dataset from the seed, writes
+/// shards in parallel (rayon, a bounded window of frames at a time: memory
+/// stays a few frames per thread whatever the dataset's size), each to a
+/// temporary name that is flushed, synced and renamed; the manifest goes
+/// last. A rerun with the same arguments keeps the shards already complete
+/// (after verifying them) and writes the rest. A different pack in `out` is
+/// refused unless `overwrite`. `progress` is called with samples done.
+pub fn write_pack(
+    ds: &dyn Dataset,
+    source: &SourceInfo,
+    out: &Path,
+    o: &PackOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Manifest, PackError> {
+    check_options(ds, o)?;
+    let id = pack_id(ds, source, o);
+    std::fs::create_dir_all(out).map_err(PackError::io(out))?;
+    let manifest_path = out.join(MANIFEST);
+    if manifest_path.exists() {
+        match Manifest::load(out) {
+            Ok(m) if m.pack_id == format!("{id:016x}") => {
+                if crate::verify(out).is_ok() {
+                    progress(m.samples as u64);
+                    return Ok(m);
+                }
+                // Damaged: finish it again below, shard by shard.
+                remove(&manifest_path)?;
+            }
+            other => {
+                if !o.overwrite {
+                    let what = match other {
+                        Ok(m) => format!(
+                            "holds another pack ({} from {}, seed {})",
+                            m.source_dataset, m.source_path, m.seed
+                        ),
+                        Err(e) => format!("holds an unreadable manifest ({e})"),
+                    };
+                    return Err(PackError::Exists {
+                        dir: out.to_owned(),
+                        message: what,
+                    });
+                }
+                remove(&manifest_path)?;
+            }
+        }
+    }
+    for f in list_shard_files(out)? {
+        if f.extension().is_some_and(|e| e == "partial") {
+            remove(&f)?; // a write that never finished
+            continue;
+        }
+        let same = read_header(&f).is_some_and(|h| h.pack_id == id);
+        if !same {
+            if !o.overwrite {
+                return Err(PackError::Exists {
+                    dir: out.to_owned(),
+                    message: format!("{} belongs to another pack", f.display()),
+                });
+            }
+            remove(&f)?;
+        }
+    }
+
+    let order = adapt_dataset::permutation(ds.len(), o.seed, 0);
+    let est = format::encode_records(&[record(ds, order[0], o.store)?])
+        .len()
+        .max(1);
+    let per_frame = (o.frame_bytes / est).clamp(1, 1 << 16);
+    let window = 2 * rayon::current_num_threads().max(1);
+    let mut shards = Vec::new();
+    for (k, origins) in order.chunks(o.shard_size).enumerate() {
+        let path = out.join(shard_name(k));
+        if path.exists() {
+            if let Ok(s) = check_shard(&path, Some((origins.len(), id))) {
+                progress(origins.len() as u64);
+                shards.push(ShardInfo {
+                    file: shard_name(k),
+                    samples: origins.len(),
+                    bytes: s.bytes,
+                    xxh3: format!("{:016x}", s.hash),
+                });
+                continue;
+            }
+            remove(&path)?;
+        }
+        shards.push(write_shard(
+            ds, k, origins, o, id, per_frame, window, &path, progress,
+        )?);
+    }
+    let m = Manifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        pack_id: format!("{id:016x}"),
+        source_dataset: source.dataset.clone(),
+        source_path: source.path.clone(),
+        samples: ds.len(),
+        shard_size: o.shard_size,
+        store: o.store,
+        seed: o.seed,
+        zstd_level: o.zstd_level,
+        frame_bytes: o.frame_bytes,
+        classes: ds.num_classes(),
+        class_names: source.class_names.clone(),
+        shape: ds.sample_shape().map(|s| [s.height, s.width, s.channels]),
+        shards,
+    };
+    let text = serde_json::to_string_pretty(&m).map_err(|e| PackError::Manifest {
+        path: manifest_path.clone(),
+        message: e.to_string(),
+    })?;
+    let tmp = out.join("manifest.json.partial");
+    std::fs::write(&tmp, text).map_err(PackError::io(&tmp))?;
+    std::fs::rename(&tmp, &manifest_path).map_err(PackError::io(&manifest_path))?;
+    Ok(m)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_shard(
+    ds: &dyn Dataset,
+    k: usize,
+    origins: &[usize],
+    o: &PackOptions,
+    id: u64,
+    per_frame: usize,
+    window: usize,
+    path: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ShardInfo, PackError> {
+    let tmp = path.with_extension("partial");
+    let result = (|| {
+        let file = std::fs::File::create(&tmp).map_err(PackError::io(&tmp))?;
+        let mut w = Hashing {
+            inner: std::io::BufWriter::with_capacity(1 << 20, file),
+            hasher: xxhash_rust::xxh3::Xxh3::new(),
+            written: 0,
+        };
+        let io = PackError::io(&tmp);
+        let header = Header {
+            store: o.store,
+            shard: k as u32,
+            records: origins.len() as u32,
+            pack_id: id,
+        };
+        let mut index = Vec::new();
+        let mut first = 0u32;
+        let frames: Vec<&[usize]> = origins.chunks(per_frame).collect();
+        (|| -> std::io::Result<()> { w.put(&header.to_bytes()) })().map_err(PackError::io(&tmp))?;
+        for group in frames.chunks(window) {
+            let built: Vec<_> = group.par_iter().map(|f| build_frame(ds, f, o)).collect();
+            for b in built {
+                let (bytes, raw, n) = b?;
+                index.push(FrameEntry {
+                    offset: w.written,
+                    compressed: bytes.len() as u32,
+                    raw: raw as u32,
+                    first,
+                    count: n as u32,
+                    hash: xxh3(&bytes),
+                });
+                w.put(&bytes).map_err(PackError::io(&tmp))?;
+                first += n as u32;
+                progress(n as u64);
+            }
+        }
+        let idx = format::encode_index(&index);
+        let footer = format::Footer {
+            index_offset: w.written,
+            index_len: idx.len() as u64,
+            index_hash: xxh3(&idx),
+        };
+        w.put(&idx).map_err(PackError::io(&tmp))?;
+        w.put(&footer.to_bytes()).map_err(PackError::io(&tmp))?;
+        debug_assert_eq!(
+            footer.index_offset + footer.index_len + FOOTER_LEN as u64,
+            w.written
+        );
+        let hash = w.hasher.digest();
+        let bytes = w.written;
+        let file = w.inner.into_inner().map_err(|e| io(e.into_error()))?;
+        file.sync_all().map_err(PackError::io(&tmp))?;
+        std::fs::rename(&tmp, path).map_err(PackError::io(path))?;
+        Ok(ShardInfo {
+            file: shard_name(k),
+            samples: origins.len(),
+            bytes,
+            xxh3: format!("{hash:016x}"),
+        })
+    })();
+    if result.is_err() {
+        // Leave nothing that could be taken for a shard.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,356 @@
+//! Packs written and read back, damaged, interrupted and streamed.
+
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
+use adapt_dataset::{Dataset, Error, Sample, Shape};
+use adapt_formats::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, Split};
+use adapt_pack::{
+    PackDataset, PackError, PackOptions, ShardStream, SourceInfo, Store, verify, write_pack,
+};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn none(_: u64) {}
+
+fn source(name: &str) -> SourceInfo {
+    SourceInfo {
+        dataset: name.into(),
+        path: "test".into(),
+        class_names: None,
+    }
+}
+
+fn opts(shard_size: usize, store: Store) -> PackOptions {
+    PackOptions {
+        shard_size,
+        store,
+        seed: 9,
+        frame_bytes: 8 << 10,
+        ..PackOptions::default()
+    }
+}
+
+/// Every source sample comes back exactly once, byte for byte.
+fn round_trip(ds: &dyn Dataset, dir: &Path, o: &PackOptions) -> PackDataset {
+    let m = write_pack(ds, &source("cifar10"), dir, o, &none).unwrap();
+    assert_eq!(m.samples, ds.len());
+    let pack = PackDataset::open(dir).unwrap();
+    assert_eq!(pack.len(), ds.len());
+    let mut seen = vec![false; ds.len()];
+    for i in 0..pack.len() {
+        let origin = pack.origin(i).unwrap();
+        assert!(!seen[origin], "origin {origin} twice");
+        seen[origin] = true;
+        assert_eq!(
+            pack.get(i).unwrap(),
+            ds.get(origin).unwrap(),
+            "pack index {i}, origin {origin}"
+        );
+    }
+    assert!(seen.iter().all(|&s| s));
+    verify(dir).unwrap();
+    pack
+}
+
+fn cifar(dir: &Path, train: usize) -> Cifar10 {
+    adapt_synth::cifar10(
+        dir,
+        adapt_synth::Cifar10Spec {
+            train,
+            test: 1,
+            seed: 1,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    Cifar10::open(dir, Split::Train).unwrap()
+}
+
+#[test]
+fn round_trip_on_each_source_format() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 53);
+    let pack = round_trip(&c, &t.path().join("pc"), &opts(20, Store::Raw));
+    assert_eq!(
+        pack.manifest()
+            .shards
+            .iter()
+            .map(|s| s.samples)
+            .collect::<Vec<_>>(),
+        [20, 20, 13]
+    );
+    assert_eq!(pack.sample_shape(), Some(Shape::new(32, 32, 3)));
+
+    adapt_synth::celeba(
+        &t.path().join("ce"),
+        adapt_synth::CelebASpec {
+            count: 9,
+            identities: 2,
+            quality: 90,
+            seed: 2,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let ce = CelebA::open(&t.path().join("ce"), CelebAOptions::default()).unwrap();
+    round_trip(&ce, &t.path().join("pce-raw"), &opts(4, Store::Raw));
+    let enc = round_trip(&ce, &t.path().join("pce-enc"), &opts(4, Store::Encoded));
+    assert!(enc.encoded(0).is_some());
+
+    adapt_synth::digiface(
+        &t.path().join("d"),
+        adapt_synth::DigiFaceSpec {
+            classes: 2,
+            per_class: 3,
+            seed: 3,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let d = DigiFace::open(&t.path().join("d"), DigiFaceOptions { class_offset: 100 }).unwrap();
+    round_trip(&d, &t.path().join("pd-raw"), &opts(5, Store::Raw));
+    round_trip(&d, &t.path().join("pd-enc"), &opts(5, Store::Encoded));
+
+    // CIFAR-10 has no encoded form.
+    let err = write_pack(
+        &c,
+        &source("cifar10"),
+        &t.path().join("x"),
+        &opts(5, Store::Encoded),
+        &none,
+    )
+    .unwrap_err();
+    assert!(matches!(err, PackError::InvalidOption(_)), "{err}");
+}
+
+#[test]
+fn one_sample_and_uneven_counts() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 7);
+    round_trip(&c, &t.path().join("p1"), &opts(1, Store::Raw));
+    round_trip(&c, &t.path().join("p3"), &opts(3, Store::Raw));
+    round_trip(&c, &t.path().join("p100"), &opts(100, Store::Raw));
+    let one = adapt_pack_one_sample(&t.path().join("one"));
+    assert_eq!(one.len(), 1);
+}
+
+fn adapt_pack_one_sample(dir: &Path) -> PackDataset {
+    struct One;
+    impl Dataset for One {
+        fn len(&self) -> usize {
+            1
+        }
+        fn get(&self, i: usize) -> Result<Sample, Error> {
+            adapt_dataset::check_index(i, 1)?;
+            Sample::hwc(vec![1, 2, 3], 1, 1, 3, 5)
+        }
+    }
+    round_trip(&One, dir, &opts(10, Store::Raw))
+}
+
+#[test]
+fn a_flipped_byte_is_found_by_verify_and_by_the_reader() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 40);
+    let dir = t.path().join("p");
+    write_pack(&c, &source("cifar10"), &dir, &opts(20, Store::Raw), &none).unwrap();
+    let shard = dir.join("shard-00001.adpk");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[100] ^= 0x40; // inside the first frame
+    std::fs::write(&shard, bytes).unwrap();
+    let err = verify(&dir).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("shard-00001.adpk") && text.contains("frame 0"),
+        "{text}"
+    );
+    assert!(!text.contains("shard-00000.adpk"), "{text}");
+    let pack = PackDataset::open(&dir).unwrap();
+    let e = pack.get(20).unwrap_err();
+    assert!(
+        matches!(
+            e.reader_error::<PackError>(),
+            Some(PackError::BadFrame { frame: 0, .. })
+        ),
+        "{e}"
+    );
+    assert!(pack.get(0).is_ok(), "the undamaged shard still reads");
+}
+
+#[test]
+fn damaged_files_are_clear_errors() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 10);
+    let dir = t.path().join("p");
+    write_pack(&c, &source("cifar10"), &dir, &opts(10, Store::Raw), &none).unwrap();
+    let shard = dir.join("shard-00000.adpk");
+    let good = std::fs::read(&shard).unwrap();
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        (
+            "magic",
+            [b"NOTAPACK".as_slice(), &good[8..]].concat(),
+            "wrong magic",
+        ),
+        (
+            "version",
+            {
+                let mut b = good.clone();
+                b[8] = 9;
+                b
+            },
+            "version 9",
+        ),
+        ("truncated", good[..good.len() - 10].to_vec(), "end marker"),
+    ];
+    for (what, bytes, expect) in cases {
+        std::fs::write(&shard, &bytes).unwrap();
+        let err = PackDataset::open(&dir).err().unwrap();
+        assert!(
+            err.to_string().contains(expect) && err.to_string().contains("shard-00000.adpk"),
+            "{what}: {err}"
+        );
+        assert!(verify(&dir).is_err(), "{what}");
+    }
+    std::fs::write(&shard, &good).unwrap();
+    let manifest = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("\"samples\": 10", "\"samples\": 11");
+    std::fs::write(&manifest, text).unwrap();
+    let err = PackDataset::open(&dir).err().unwrap();
+    assert!(matches!(err, PackError::Manifest { .. }), "{err}");
+}
+
+/// A source that fails at one origin until told otherwise, counting reads.
+struct Flaky<'a> {
+    inner: &'a dyn Dataset,
+    fail_at: Option<usize>,
+    reads: AtomicUsize,
+}
+impl Dataset for Flaky<'_> {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn get(&self, i: usize) -> Result<Sample, Error> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        if Some(i) == self.fail_at {
+            return Err(Error::InvalidParameter("disk went away".into()));
+        }
+        self.inner.get(i)
+    }
+    fn source(&self, i: usize) -> String {
+        self.inner.source(i)
+    }
+}
+
+#[test]
+fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 30);
+    let dir = t.path().join("p");
+    let o = opts(10, Store::Raw);
+    // The origin packed first in shard 2 (pack indices 20..30).
+    let order = adapt_dataset::permutation(30, o.seed, 0);
+    let flaky = Flaky {
+        inner: &c,
+        fail_at: Some(order[25]),
+        reads: AtomicUsize::new(0),
+    };
+    let err = write_pack(&flaky, &source("cifar10"), &dir, &o, &none).unwrap_err();
+    assert!(matches!(err, PackError::Source { .. }), "{err}");
+    assert!(
+        !dir.join("manifest.json").exists(),
+        "no manifest: the pack does not look complete"
+    );
+    assert!(PackDataset::open(&dir).is_err());
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
+    // A leftover temporary file from a killed run is cleaned up too.
+    std::fs::write(dir.join("shard-00002.partial"), b"half a shard").unwrap();
+
+    let good = Flaky {
+        inner: &c,
+        fail_at: None,
+        reads: AtomicUsize::new(0),
+    };
+    write_pack(&good, &source("cifar10"), &dir, &o, &none).unwrap();
+    // Shards 0 and 1 were kept (verified): only shard 2 (+1 size probe) was read.
+    assert_eq!(good.reads.load(Ordering::Relaxed), 11);
+    verify(&dir).unwrap();
+    round_trip(&c, &dir, &o);
+}
+
+#[test]
+fn another_pack_is_not_overwritten_unless_asked() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 10);
+    let dir = t.path().join("p");
+    write_pack(&c, &source("cifar10"), &dir, &opts(5, Store::Raw), &none).unwrap();
+    let other = PackOptions {
+        seed: 10,
+        ..opts(5, Store::Raw)
+    };
+    let err = write_pack(&c, &source("cifar10"), &dir, &other, &none).unwrap_err();
+    assert!(matches!(err, PackError::Exists { .. }), "{err}");
+    write_pack(
+        &c,
+        &source("cifar10"),
+        &dir,
+        &PackOptions {
+            overwrite: true,
+            ..other
+        },
+        &none,
+    )
+    .unwrap();
+    assert_eq!(PackDataset::open(&dir).unwrap().manifest().seed, 10);
+}
+
+#[test]
+fn streaming_covers_each_sample_once_per_epoch_across_ranks() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 200);
+    let dir = t.path().join("p");
+    write_pack(&c, &source("cifar10"), &dir, &opts(50, Store::Raw), &none).unwrap();
+    let pack = PackDataset::open(&dir).unwrap();
+    for world in [1, 2, 3] {
+        let mut all = Vec::new();
+        for rank in 0..world {
+            let s = ShardStream::new(&pack, 4, 8).with_rank(rank, world);
+            let o = s.order(1);
+            assert_eq!(o, s.order(1), "deterministic");
+            assert_ne!(o, s.order(2), "reshuffled per epoch");
+            all.extend(o);
+        }
+        all.sort_unstable();
+        assert_eq!(all, (0..200).collect::<Vec<_>>(), "world {world}");
+    }
+    // Locality and shuffle quality, per batch of 16: shards touched, and
+    // how far apart in the source order its samples are.
+    let stats = |order: &[usize]| {
+        let (mut shards, mut spread, mut n) = (0usize, 0usize, 0usize);
+        for b in order.chunks_exact(16) {
+            let mut s: Vec<usize> = b.iter().map(|i| i / 50).collect();
+            s.sort_unstable();
+            s.dedup();
+            shards += s.len();
+            let origins: Vec<usize> = b.iter().map(|&i| pack.origin(i).unwrap()).collect();
+            spread += origins.iter().max().unwrap() - origins.iter().min().unwrap();
+            n += 1;
+        }
+        (shards as f64 / n as f64, spread as f64 / n as f64)
+    };
+    let (stream_shards, stream_spread) = stats(&ShardStream::new(&pack, 4, 8).order(0));
+    let (random_shards, random_spread) = stats(&adapt_dataset::permutation(200, 4, 0));
+    println!(
+        "per batch of 16 from 200 samples in shards of 50: streaming touches {stream_shards:.1} shards, source spread {stream_spread:.0}; random access {random_shards:.1} shards, spread {random_spread:.0}"
+    );
+    assert!(stream_shards < 2.0 && random_shards > 3.0);
+    assert!(
+        stream_spread > 100.0,
+        "packing shuffled the source: batches still span it"
+    );
+}
