@@ -1,16 +1,16 @@
 //! `cargo xtask inspect`: one sample as a JSON line, to check our readers
 //! against any other tool.
 
-use adapt_formats::{DatasetKind, OpenOptions, Split};
+use adapt_formats::Split;
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// cifar10, celeba, digiface or imagefolder.
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
     #[arg(long)]
-    dataset: DatasetKind,
+    dataset: String,
     /// The folder holding the format's files.
     #[arg(long)]
     path: PathBuf,
@@ -41,22 +41,22 @@ impl From<SplitArg> for Split {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let options = OpenOptions {
-        split: args.split.into(),
-        ..OpenOptions::default()
-    };
-    let ds = adapt_formats::open(args.dataset, &args.path, &options)?;
+    let opened = adapt_tune::open_dataset(&args.dataset, &args.path, args.split.into())?;
+    let ds = &opened.dataset;
     let sample = ds
         .get(args.index)
         .with_context(|| format!("sample {}", args.index))?;
     let hwc = sample.hwc_bytes();
-    let line = serde_json::json!({
+    let mut line = serde_json::json!({
         "index": args.index,
         "label": sample.label,
         "shape": [sample.shape.height, sample.shape.width, sample.shape.channels],
         "sha256": hex(&Sha256::digest(&hwc)),
         "source": ds.source(args.index),
     });
+    if let Some(pack) = &opened.pack {
+        line["origin"] = pack.origin(args.index)?.into();
+    }
     println!("{line}");
     if let Some(out) = args.raw_out {
         std::fs::write(&out, &hwc).with_context(|| format!("writing {}", out.display()))?;

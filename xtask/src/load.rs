@@ -1,18 +1,19 @@
 //! `cargo xtask load`: run epochs through the loader, one JSON line each.
 
 use crate::inspect::{SplitArg, hex};
-use adapt_formats::{DatasetKind, OpenOptions};
 use adapt_loader::{Loader, LoaderConfig};
+use adapt_pack::ShardStream;
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// cifar10, celeba, digiface or imagefolder.
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
     #[arg(long)]
-    dataset: DatasetKind,
+    dataset: String,
     /// The folder holding the format's files (as for `inspect`).
     #[arg(long)]
     path: PathBuf,
@@ -39,6 +40,10 @@ pub(crate) struct Args {
     epochs: u64,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Packs only: read shard by shard (shuffled shard order, a shuffle
+    /// buffer of this many samples) instead of random access.
+    #[arg(long)]
+    stream: Option<usize>,
     /// Skip the sha256 digest (it costs the consumer thread about 1 GB/s of
     /// hashing; leave it out to time the loader alone).
     #[arg(long)]
@@ -46,12 +51,27 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let options = OpenOptions {
-        split: args.split.into(),
-        ..OpenOptions::default()
+    let opened = adapt_tune::open_dataset(&args.dataset, &args.path, args.split.into())?;
+    let sampler: Option<Arc<dyn adapt_loader::Sampler>> = match (args.stream, &opened.pack) {
+        (Some(buffer), Some(pack)) => {
+            // Every frame the buffer and the batches in flight touch stays
+            // decompressed, so each frame is read once per epoch.
+            let in_flight = args.num_workers * args.prefetch_factor.unwrap_or(2) + 1;
+            pack.set_cache_frames(pack.frames_for(buffer + in_flight * args.batch_size));
+            Some(Arc::new(adapt_tune::StreamSampler(ShardStream::new(
+                pack, args.seed, buffer,
+            ))))
+        }
+        (Some(_), None) => anyhow::bail!("--stream reads packs only (--dataset pack)"),
+        (None, Some(pack)) => {
+            pack.set_cache_frames(pack.frames_for(args.num_workers.max(1) * 2));
+            None
+        }
+        (None, None) => None,
     };
-    let ds = adapt_formats::open(args.dataset, &args.path, &options)?;
+    let ds = opened.dataset;
     let config = LoaderConfig {
+        sampler,
         batch_size: args.batch_size,
         shuffle: args.shuffle,
         drop_last: args.drop_last,
@@ -60,7 +80,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         prefetch_factor: args.prefetch_factor,
         pin_memory: args.pin_memory,
         persistent_workers: args.persistent_workers,
-        normalize: Some(args.dataset.default_normalize()),
+        normalize: Some(opened.normalize),
         ..LoaderConfig::default()
     };
     let mut loader = Loader::new(ds, config)?;

@@ -7,6 +7,7 @@ mod bench;
 mod gen_cmd;
 mod inspect;
 mod load;
+mod shard;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ enum Verb {
     Inspect(inspect::Args),
     /// Run epochs through the loader and print one JSON line per epoch.
     Load(load::Args),
+    /// Pack a dataset into shuffled, checksummed shards (or --verify a pack).
+    Shard(shard::Args),
     /// Run the criterion benchmarks (formats, loader, search).
     Bench(bench::Args),
     /// Tune the loader's knobs with the ADaPT search (the main job).
@@ -36,6 +39,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().verb {
         Verb::Gen(a) => gen_cmd::run(a),
         Verb::Bench(a) => bench::run(a),
+        Verb::Shard(a) => shard::run(a),
         Verb::Inspect(a) => inspect::run(a),
         Verb::Load(a) => load::run(a),
         Verb::Tune(a) => tune::run(*a),

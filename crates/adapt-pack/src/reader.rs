@@ -8,6 +8,7 @@ use adapt_dataset::{
 };
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 struct Shard {
@@ -28,8 +29,8 @@ pub struct PackDataset {
     shards: Vec<Shard>,
     /// `ends[k]`: one past the last pack index held by shard `k`.
     ends: Vec<usize>,
-    cache: Mutex<Vec<((usize, usize), Frame)>>,
-    cache_frames: usize,
+    cache: Mutex<FrameCache>,
+    cache_frames: AtomicUsize,
 }
 
 impl PackDataset {
@@ -74,17 +75,24 @@ impl PackDataset {
             manifest,
             shards,
             ends,
-            cache: Mutex::new(Vec::new()),
-            cache_frames: 16,
+            cache: Mutex::new(FrameCache::default()),
+            cache_frames: AtomicUsize::new(16),
         })
     }
 
     /// Keeps up to `frames` decompressed frames (at least 1; 16 by default).
-    /// Size it to the number of workers reading at once, times two.
-    #[must_use]
-    pub fn with_cache_frames(mut self, frames: usize) -> Self {
-        self.cache_frames = frames.max(1);
-        self
+    /// Random access needs about two per worker; streaming needs the shuffle
+    /// buffer and the batches in flight covered ([`Self::frames_for`]).
+    pub fn set_cache_frames(&self, frames: usize) {
+        self.cache_frames.store(frames.max(1), Ordering::Relaxed);
+    }
+
+    /// Frames that hold `samples` consecutive records, on average, plus a
+    /// margin of 4.
+    pub fn frames_for(&self, samples: usize) -> usize {
+        let frames: usize = self.shards.iter().map(|s| s.frames.len()).sum();
+        let per_frame = self.len() as f64 / frames.max(1) as f64;
+        (samples as f64 / per_frame).ceil() as usize + 4
     }
 
     /// The manifest.
@@ -122,25 +130,24 @@ impl PackDataset {
 
     fn frame(&self, s: usize, f: usize) -> Result<Frame, PackError> {
         let key = (s, f);
+        if let Some(frame) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map
+            .get(&key)
         {
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(pos) = cache.iter().position(|(k, _)| *k == key) {
-                let hit = cache.remove(pos);
-                let frame = Arc::clone(&hit.1);
-                cache.push(hit);
-                return Ok(frame);
-            }
+            return Ok(Arc::clone(frame));
         }
         // Decompress outside the lock: other workers keep reading.
         let shard = &self.shards[s];
         let frame = Arc::new(read_frame(&shard.path, &shard.file, f, &shard.frames[f])?);
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if !cache.iter().any(|(k, _)| *k == key) {
-            if cache.len() >= self.cache_frames {
-                cache.remove(0);
-            }
-            cache.push((key, Arc::clone(&frame)));
-        }
+        let capacity = self.cache_frames.load(Ordering::Relaxed);
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            key,
+            Arc::clone(&frame),
+            capacity,
+        );
         Ok(frame)
     }
 
@@ -215,6 +222,28 @@ impl Dataset for PackDataset {
     }
     fn num_classes(&self) -> Option<usize> {
         self.manifest.classes
+    }
+}
+
+/// Decompressed frames, evicted first in, first out: O(1) per access, and
+/// for the streaming order (each frame used for a while, then never again
+/// this epoch) as good as least-recently-used.
+#[derive(Default)]
+struct FrameCache {
+    map: std::collections::HashMap<(usize, usize), Frame>,
+    order: std::collections::VecDeque<(usize, usize)>,
+}
+
+impl FrameCache {
+    fn insert(&mut self, key: (usize, usize), frame: Frame, capacity: usize) {
+        if self.map.insert(key, frame).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
     }
 }
 

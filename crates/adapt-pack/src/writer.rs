@@ -19,7 +19,7 @@ pub struct PackOptions {
     pub seed: u64,
     /// Raw pixels or encoded bytes.
     pub store: Store,
-    /// zstd level (1–22).
+    /// zstd level: 1–22, or negative for zstd's fast modes.
     pub zstd_level: i32,
     /// Target uncompressed bytes per frame: the unit of random access.
     pub frame_bytes: usize,
@@ -34,7 +34,7 @@ impl Default for PackOptions {
             seed: 0,
             store: Store::Raw,
             zstd_level: 3,
-            frame_bytes: 256 << 10,
+            frame_bytes: 64 << 10,
             overwrite: false,
         }
     }
@@ -75,8 +75,13 @@ fn check_options(ds: &dyn Dataset, o: &PackOptions) -> Result<(), PackError> {
             o.shard_size
         ));
     }
-    if !(1..=22).contains(&o.zstd_level) {
-        return bad(format!("zstd level {} (must be 1 ..= 22)", o.zstd_level));
+    let levels = zstd::compression_level_range();
+    if o.zstd_level == 0 || !levels.contains(&o.zstd_level) {
+        return bad(format!(
+            "zstd level {} (must be {} ..= 22, not 0; negative levels are zstd's fast modes)",
+            o.zstd_level,
+            levels.start()
+        ));
     }
     if o.frame_bytes < 1024 {
         return bad(format!(
@@ -154,6 +159,25 @@ fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Record, PackE
     }
 }
 
+thread_local! {
+    /// One zstd context per thread, reused frame after frame.
+    static COMPRESSOR: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn compress(raw: &[u8], level: i32) -> Result<Vec<u8>, PackError> {
+    let err = |e: std::io::Error| PackError::InvalidOption(format!("zstd level {level}: {e}"));
+    COMPRESSOR.with_borrow_mut(|slot| {
+        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
+            *slot = Some((level, zstd::bulk::Compressor::new(level).map_err(err)?));
+        }
+        match slot {
+            Some((_, c)) => c.compress(raw).map_err(err),
+            None => unreachable!("set above"),
+        }
+    })
+}
+
 /// One frame, compressed: `(bytes, uncompressed length, records)`.
 fn build_frame(
     ds: &dyn Dataset,
@@ -165,9 +189,7 @@ fn build_frame(
         .map(|&i| record(ds, i, o.store))
         .collect::<Result<Vec<_>, _>>()?;
     let raw = format::encode_records(&records);
-    let compressed = zstd::bulk::compress(&raw, o.zstd_level)
-        .map_err(|e| PackError::InvalidOption(format!("zstd: {e}")))?;
-    Ok((compressed, raw.len(), records.len()))
+    Ok((compress(&raw, o.zstd_level)?, raw.len(), records.len()))
 }
 
 fn list_shard_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
@@ -264,7 +286,9 @@ pub fn write_pack(
         .len()
         .max(1);
     let per_frame = (o.frame_bytes / est).clamp(1, 1 << 16);
-    let window = 2 * rayon::current_num_threads().max(1);
+    // Frames built in parallel per round: enough to keep every thread busy
+    // while the previous round is written, few enough to bound memory.
+    let window = 8 * rayon::current_num_threads().max(1);
     let mut shards = Vec::new();
     for (k, origins) in order.chunks(o.shard_size).enumerate() {
         let path = out.join(shard_name(k));
@@ -339,27 +363,64 @@ fn write_shard(
             records: origins.len() as u32,
             pack_id: id,
         };
-        let mut index = Vec::new();
-        let mut first = 0u32;
         let frames: Vec<&[usize]> = origins.chunks(per_frame).collect();
-        (|| -> std::io::Result<()> { w.put(&header.to_bytes()) })().map_err(PackError::io(&tmp))?;
-        for group in frames.chunks(window) {
-            let built: Vec<_> = group.par_iter().map(|f| build_frame(ds, f, o)).collect();
-            for b in built {
-                let (bytes, raw, n) = b?;
-                index.push(FrameEntry {
-                    offset: w.written,
-                    compressed: bytes.len() as u32,
-                    raw: raw as u32,
-                    first,
-                    count: n as u32,
-                    hash: xxh3(&bytes),
-                });
-                w.put(&bytes).map_err(PackError::io(&tmp))?;
-                first += n as u32;
-                progress(n as u64);
+        w.put(&header.to_bytes()).map_err(PackError::io(&tmp))?;
+        // Rayon builds (reads, encodes, compresses) round n + 1 while this
+        // scope's writer thread appends round n: the file is written in
+        // order, and at most two rounds of frames are in memory.
+        let (index, mut w) = std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(Vec<u8>, usize, usize)>>(1);
+            let tmp = &tmp;
+            let writer = scope.spawn(move || -> Result<_, PackError> {
+                let mut index = Vec::new();
+                let mut first = 0u32;
+                for round in rx {
+                    for (bytes, raw, n) in round {
+                        index.push(FrameEntry {
+                            offset: w.written,
+                            compressed: bytes.len() as u32,
+                            raw: raw as u32,
+                            first,
+                            count: n as u32,
+                            hash: xxh3(&bytes),
+                        });
+                        w.put(&bytes).map_err(PackError::io(tmp))?;
+                        first += n as u32;
+                        progress(n as u64);
+                    }
+                }
+                Ok((index, w))
+            });
+            let mut failed = None;
+            for group in frames.chunks(window) {
+                match group
+                    .par_iter()
+                    .map(|f| build_frame(ds, f, o))
+                    .collect::<Result<Vec<_>, _>>()
+                {
+                    // A closed channel means the writer failed: its error wins.
+                    Ok(round) => {
+                        if tx.send(round).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
             }
-        }
+            drop(tx);
+            let written = writer.join().unwrap_or_else(|_| {
+                Err(PackError::InvalidOption(
+                    "pack writer thread panicked".into(),
+                ))
+            });
+            match failed {
+                Some(e) => Err(e),
+                None => written,
+            }
+        })?;
         let idx = format::encode_index(&index);
         let footer = format::Footer {
             index_offset: w.written,

@@ -8,8 +8,12 @@ use crate::{
     ProfileEntry, ProfileKey, Report, RunReport, SearchCost, TrialSpec, TuneError,
 };
 use adapt_dataset::{Concat, Dataset, Normalize};
-use adapt_formats::{CelebA, CelebAOptions, DatasetKind, DigiFace, DigiFaceOptions, OpenOptions};
+use adapt_formats::{
+    CelebA, CelebAOptions, Cifar10, DatasetKind, DigiFace, DigiFaceOptions, ImageFolder,
+    OpenOptions, Split,
+};
 use adapt_loader::LoaderConfig;
+use adapt_pack::{PackDataset, ShardStream};
 use adapt_search::{
     AvlOptions, Config, NoisePolicy, Objective, Outcome, Trial, avl_search, grid_search,
 };
@@ -95,36 +99,101 @@ impl Default for TuneOptions {
 /// Progress messages (one per trial and per phase).
 pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
-/// Opens a dataset by format name; returns it with its usual normalisation.
-pub fn open_dataset(kind: &str, path: &Path) -> Result<(Arc<dyn Dataset>, Normalize), TuneError> {
-    if kind.eq_ignore_ascii_case("celeba+digiface") {
-        let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
-        let offset = celeba.num_classes().unwrap_or(0) as i64;
-        let digi = DigiFace::open(
-            &path.join("digiface"),
-            DigiFaceOptions {
-                class_offset: offset,
-            },
-        )?;
-        let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(celeba), Arc::new(digi)];
-        return Ok((
-            Arc::new(Concat::new(parts)),
-            DatasetKind::CelebA.default_normalize(),
-        ));
-    }
-    let k: DatasetKind = kind.parse().map_err(|e: adapt_formats::UnknownDataset| {
-        TuneError::InvalidOption(format!("{e} (or celeba+digiface)"))
-    })?;
+/// A dataset opened by format name, with what the command line needs.
+pub struct OpenedDataset {
+    /// The samples.
+    pub dataset: Arc<dyn Dataset>,
+    /// The usual normalisation for this data.
+    pub normalize: Normalize,
+    /// The pack, when the format is `pack` (for origins and streaming).
+    pub pack: Option<Arc<PackDataset>>,
+    /// Class names, when the format has them.
+    pub class_names: Option<Vec<String>>,
+}
+
+/// Formats `open_dataset` knows.
+pub const DATASET_KINDS: &str = "cifar10, celeba, digiface, celeba+digiface, imagefolder, pack";
+
+/// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
+/// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
+/// labels offset past CelebA's —, `imagefolder`, `pack`).
+pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, TuneError> {
     if !path.exists() {
         return Err(TuneError::InvalidOption(format!(
             "dataset path {} does not exist",
             path.display()
         )));
     }
-    Ok((
-        adapt_formats::open(k, path, &OpenOptions::default())?,
-        k.default_normalize(),
-    ))
+    let plain = |dataset: Arc<dyn Dataset>, k: DatasetKind| OpenedDataset {
+        dataset,
+        normalize: k.default_normalize(),
+        pack: None,
+        class_names: None,
+    };
+    match kind.to_ascii_lowercase().as_str() {
+        "celeba+digiface" => {
+            let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
+            let offset = celeba.num_classes().unwrap_or(0) as i64;
+            let digi = DigiFace::open(
+                &path.join("digiface"),
+                DigiFaceOptions {
+                    class_offset: offset,
+                },
+            )?;
+            let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(celeba), Arc::new(digi)];
+            Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
+        }
+        "pack" => {
+            let pack = Arc::new(PackDataset::open(path)?);
+            let m = pack.manifest();
+            let normalize = match m.source_dataset.parse::<DatasetKind>() {
+                Ok(k) => k.default_normalize(),
+                Err(_) => DatasetKind::CelebA.default_normalize(),
+            };
+            let class_names = m.class_names.clone();
+            Ok(OpenedDataset {
+                dataset: Arc::clone(&pack) as Arc<dyn Dataset>,
+                normalize,
+                pack: Some(pack),
+                class_names,
+            })
+        }
+        "cifar10" => {
+            let c = Cifar10::open(path, split)?;
+            let names = c.classes().to_vec();
+            Ok(OpenedDataset {
+                class_names: Some(names),
+                ..plain(Arc::new(c), DatasetKind::Cifar10)
+            })
+        }
+        "imagefolder" => {
+            let f = ImageFolder::open(path)?;
+            let names = f.classes().to_vec();
+            Ok(OpenedDataset {
+                class_names: Some(names),
+                ..plain(Arc::new(f), DatasetKind::ImageFolder)
+            })
+        }
+        other => {
+            let k: DatasetKind = other.parse().map_err(|e: adapt_formats::UnknownDataset| {
+                TuneError::InvalidOption(format!("{e} (or celeba+digiface, pack)"))
+            })?;
+            Ok(plain(
+                adapt_formats::open(k, path, &OpenOptions::default())?,
+                k,
+            ))
+        }
+    }
+}
+
+/// Glue: a pack's shard-streaming order as a loader sampler.
+#[derive(Debug)]
+pub struct StreamSampler(pub ShardStream);
+
+impl adapt_loader::Sampler for StreamSampler {
+    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
+        self.0.order(epoch)
+    }
 }
 
 /// A short, stable identity of a dataset: format, canonical path, length,
@@ -179,7 +248,9 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         }
         DatasetChoice::Named { kind, path } => (kind.clone(), path.clone()),
     };
-    let (dataset, normalize) = open_dataset(&kind, &path)?;
+    let OpenedDataset {
+        dataset, normalize, ..
+    } = open_dataset(&kind, &path, Split::Train)?;
     let shape = dataset.sample_shape().ok_or_else(|| {
         TuneError::InvalidOption(
             "the dataset's samples have no fixed size; tune it after a Resize".into(),
