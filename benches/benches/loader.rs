@@ -65,9 +65,100 @@ fn faces(c: &mut Criterion) {
     g.finish();
 }
 
+/// A name, the data, and the pack behind it (for streaming).
+type Source = (
+    &'static str,
+    Arc<dyn Dataset>,
+    Option<Arc<adapt_pack::PackDataset>>,
+);
+
+/// The same loader configuration over the CelebA-like set as loose JPEGs,
+/// as an `encoded` pack and as a `raw` pack (random access, and streaming).
+fn packs(c: &mut Criterion) {
+    use adapt_pack::{PackDataset, PackOptions, ShardStream, SourceInfo, Store, write_pack};
+    let loose = celeba(20_000);
+    let ds: Arc<dyn Dataset> =
+        Arc::new(CelebA::open(&loose, CelebAOptions::default()).expect("bench data"));
+    let mut sources: Vec<Source> = vec![("loose", Arc::clone(&ds), None)];
+    for (name, store) in [("encoded_pack", Store::Encoded), ("raw_pack", Store::Raw)] {
+        let dir = adapt_benches::data_dir(&format!("celeba-20000-{name}"));
+        let source = SourceInfo {
+            dataset: "celeba".into(),
+            path: loose.display().to_string(),
+            class_names: None,
+        };
+        write_pack(
+            &*ds,
+            &source,
+            &dir,
+            &PackOptions {
+                store,
+                ..PackOptions::default()
+            },
+            &|_| {},
+        )
+        .expect("packs");
+        let pack = Arc::new(PackDataset::open(&dir).expect("opens"));
+        sources.push((name, Arc::clone(&pack) as Arc<dyn Dataset>, Some(pack)));
+    }
+    let norm = Normalize::new(&[0.5; 3], &[0.5; 3]).expect("constants");
+    let mut g = c.benchmark_group("loader/celeba_source");
+    g.throughput(Throughput::Elements(ds.len() as u64));
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    for (name, data, pack) in &sources {
+        let modes: &[Option<usize>] = if pack.is_some() {
+            &[None, Some(1024)]
+        } else {
+            &[None]
+        };
+        for &stream in modes {
+            let id = format!("{name}{}", if stream.is_some() { "_stream" } else { "" });
+            g.bench_function(BenchmarkId::new("b128_w2_p2", id), |b| {
+                b.iter(|| {
+                    let sampler: Option<Arc<dyn adapt_loader::Sampler>> = match (stream, pack) {
+                        (Some(buffer), Some(p)) => {
+                            p.set_cache_frames(p.frames_for(buffer + 5 * 128));
+                            Some(Arc::new(StreamOrder(ShardStream::new(p, 0, buffer))))
+                        }
+                        (_, Some(p)) => {
+                            p.set_cache_frames(p.frames_for(4));
+                            None
+                        }
+                        _ => None,
+                    };
+                    let config = LoaderConfig {
+                        batch_size: 128,
+                        shuffle: true,
+                        sampler,
+                        num_workers: 2,
+                        prefetch_factor: Some(2),
+                        normalize: Some(norm.clone()),
+                        ..LoaderConfig::default()
+                    };
+                    let mut loader = Loader::new(Arc::clone(data), config).expect("valid config");
+                    loader
+                        .epoch(0)
+                        .expect("starts")
+                        .map(|b| black_box(b.expect("batch")).len())
+                        .sum::<usize>()
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+#[derive(Debug)]
+struct StreamOrder(adapt_pack::ShardStream);
+impl adapt_loader::Sampler for StreamOrder {
+    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
+        self.0.order(epoch)
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
-    targets = cifar, faces
+    targets = cifar, faces, packs
 }
 criterion_main!(benches);

@@ -5,6 +5,7 @@
 
 mod bench;
 mod gen_cmd;
+mod gpu_check;
 mod inspect;
 mod load;
 mod shard;
@@ -27,6 +28,8 @@ enum Verb {
     Inspect(inspect::Args),
     /// Run epochs through the loader and print one JSON line per epoch.
     Load(load::Args),
+    /// The prepared GPU check: bandwidth, pinned vs pageable, batches copied back.
+    GpuCheck(gpu_check::Args),
     /// Pack a dataset into shuffled, checksummed shards (or --verify a pack).
     Shard(shard::Args),
     /// Run the criterion benchmarks (formats, loader, search).
@@ -40,6 +43,7 @@ fn main() -> anyhow::Result<()> {
         Verb::Gen(a) => gen_cmd::run(a),
         Verb::Bench(a) => bench::run(a),
         Verb::Shard(a) => shard::run(a),
+        Verb::GpuCheck(a) => gpu_check::run(a),
         Verb::Inspect(a) => inspect::run(a),
         Verb::Load(a) => load::run(a),
         Verb::Tune(a) => tune::run(*a),

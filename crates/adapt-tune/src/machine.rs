@@ -15,8 +15,8 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// This machine, as seen now. No CUDA device is used yet (the transfer
-    /// engine is not built), so `gpu` is `None` and `pin_memory` stays off.
+    /// This machine, as seen now; the GPU is device 0 as the transfer
+    /// engine's probe reports it (none without a driver).
     pub fn detect() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (total, available) = meminfo().unwrap_or((8 << 30, 4 << 30));
@@ -24,7 +24,7 @@ impl Machine {
             cores,
             memory_bytes: total,
             available_bytes: available,
-            gpu: None,
+            gpu: adapt_transfer::probe().ok().map(|i| i.name),
         }
     }
 

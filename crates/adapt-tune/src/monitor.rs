@@ -5,8 +5,9 @@
 
 use crate::{KnobSpace, Knobs, TuneError};
 use adapt_dataset::{Dataset, Error, Sample, Shape};
-use adapt_loader::{Loader, LoaderConfig, LoaderError};
+use adapt_loader::{Loader, LoaderConfig};
 use adapt_search::{Config, Objective, TrialError};
+use adapt_transfer::TransferEngine;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Instant;
@@ -81,27 +82,47 @@ impl Dataset for Subset {
 }
 
 /// Runs `epochs` epochs of `dataset` with `knobs` on `base` and returns the
-/// wall seconds, loader construction (worker start-up) included.
+/// wall seconds, loader construction (worker start-up) included. With a CUDA
+/// engine every batch is copied to the device (pinned buffers when
+/// `pin_memory`), as the paper's measurement includes the transfer.
 pub fn time_loader(
     dataset: &Arc<dyn Dataset>,
     base: &LoaderConfig,
     knobs: &Knobs,
     epochs: u64,
-) -> Result<f64, LoaderError> {
+    engine: Option<&TransferEngine>,
+) -> Result<f64, TuneError> {
     let mut config = base.clone();
     knobs.apply(&mut config);
+    // Loader bound, the engine's copies in flight and the consumer's batch.
+    let pinned = match engine {
+        Some(e) if knobs.pin_memory => e.pinned_buffers(config.max_in_flight() + COPY_DEPTH + 1),
+        _ => None,
+    };
     let start = Instant::now();
-    let mut loader = Loader::new(Arc::clone(dataset), config)?;
+    let mut loader = Loader::with_buffers(Arc::clone(dataset), config, pinned)?;
     let mut checksum = 0.0f32;
     for e in 0..epochs {
-        for batch in loader.epoch(e)? {
-            let batch = batch?;
-            // Touch the batch as a consumer would (one value per sample).
-            checksum += batch
-                .data()
-                .iter()
-                .step_by(batch.data().len() / batch.len().max(1))
-                .sum::<f32>();
+        let epoch = loader.epoch(e)?;
+        match engine {
+            Some(engine) => {
+                for batch in engine.epoch(epoch, COPY_DEPTH) {
+                    let batch =
+                        batch.map_err(|e| TuneError::InvalidOption(format!("transfer: {e}")))?;
+                    engine.recycle(batch);
+                }
+            }
+            None => {
+                for batch in epoch {
+                    let batch = batch?;
+                    // Touch the batch as a consumer would (one value per sample).
+                    checksum += batch
+                        .data()
+                        .iter()
+                        .step_by(batch.data().len() / batch.len().max(1))
+                        .sum::<f32>();
+                }
+            }
         }
     }
     drop(loader);
@@ -109,11 +130,15 @@ pub fn time_loader(
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// Copies kept in flight ahead of the consumer in a trial.
+const COPY_DEPTH: usize = 2;
+
 /// The objective the search minimises: seconds of one trial.
 pub struct LoaderObjective {
     subset: Arc<dyn Dataset>,
     base: LoaderConfig,
     spec: TrialSpec,
+    engine: Option<Arc<TransferEngine>>,
 }
 
 impl LoaderObjective {
@@ -135,14 +160,33 @@ impl LoaderObjective {
             ));
         }
         let subset: Arc<dyn Dataset> = Arc::new(Subset::random(dataset, spec.samples, spec.seed));
-        Ok(Self { subset, base, spec })
+        Ok(Self {
+            subset,
+            base,
+            spec,
+            engine: None,
+        })
+    }
+
+    /// Copies every batch to the device through `engine` (a CUDA engine;
+    /// the host backend has nothing to copy).
+    #[must_use]
+    pub fn with_engine(mut self, engine: Option<Arc<TransferEngine>>) -> Self {
+        self.engine = engine;
+        self
     }
 
     /// One pass over the subset without workers, timed and thrown away: it
     /// fills the page cache and the allocator, so the first trial is not
     /// charged for them.
     pub fn warm_up(&self) -> Result<f64, TuneError> {
-        Ok(time_loader(&self.subset, &self.base, &Knobs::DEFAULT, 1)?)
+        time_loader(
+            &self.subset,
+            &self.base,
+            &Knobs::DEFAULT,
+            1,
+            self.engine.as_deref(),
+        )
     }
 
     /// The subset trials run on.
@@ -163,6 +207,7 @@ impl Objective for LoaderObjective {
             &self.base,
             &KnobSpace::knobs(config),
             self.spec.epochs,
+            self.engine.as_deref(),
         )?)
     }
 }

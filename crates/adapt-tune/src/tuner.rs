@@ -258,6 +258,14 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
     })?;
     let machine = Machine::detect();
     let space = KnobSpace::for_machine(&machine);
+    // With a GPU, trials include the copy to device 0 (pin_memory then matters).
+    let engine = match machine.gpu {
+        Some(_) => Some(Arc::new(
+            adapt_transfer::TransferEngine::new(adapt_transfer::Device::Cuda(0))
+                .map_err(|e| TuneError::InvalidOption(format!("GPU found but unusable: {e}")))?,
+        )),
+        None => None,
+    };
     let fingerprint = dataset_fingerprint(&kind, &path, &*dataset);
     let mut profile = match &options.profile {
         Some(p) => Some(Profile::load(p)?),
@@ -294,14 +302,16 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             _ => None,
         };
         progress(&format!("batch {batch_size}: warming up"));
-        let objective = LoaderObjective::new(Arc::clone(&dataset), base.clone(), options.trial)?;
+        let objective = LoaderObjective::new(Arc::clone(&dataset), base.clone(), options.trial)?
+            .with_engine(engine.clone());
         objective.warm_up()?;
         let mut objective = Budgeted {
             inner: objective,
             budget,
         };
-        let mut final_time =
-            |k: &Knobs| -> Result<f64, TuneError> { Ok(time_loader(&final_set, &base, k, 2)?) };
+        let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
+            time_loader(&final_set, &base, k, 2, engine.as_deref())
+        };
         let run = tune_one(
             &space,
             &mut objective,

@@ -1,0 +1,387 @@
+//! Asynchronous host-to-device copies and the prefetching epoch.
+
+use crate::pinned::{PinnedBuffer, PinnedBuffers};
+use crate::probe::context;
+use crate::{Device, TransferError};
+use adapt_loader::{Batch, BufferProvider, LoaderError};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+struct Cuda {
+    ctx: Arc<CudaContext>,
+    /// Dedicated transfer stream: creating it also turns on cudarc's event
+    /// tracking, so a pinned buffer's own event is recorded after each copy.
+    stream: Arc<CudaStream>,
+    /// Device buffers of one batch each, recycled.
+    free: Mutex<Vec<CudaSlice<f32>>>,
+}
+
+/// Copies batches to the device (or, on the host backend, passes them on).
+pub struct TransferEngine {
+    device: Device,
+    cuda: Option<Cuda>,
+    timing: bool,
+}
+
+/// Where a device batch's data is.
+pub enum DeviceData {
+    /// Host backend: the loader's batch itself.
+    Host(Batch),
+    /// On the device.
+    Cuda(CudaSlice<f32>),
+}
+
+/// A batch on the device: data `[B, C, H, W]`, labels and sample indices.
+pub struct DeviceBatch {
+    /// The data.
+    pub data: DeviceData,
+    /// `[B, C, H, W]`.
+    pub shape: [usize; 4],
+    /// Labels.
+    pub labels: Vec<i64>,
+    /// Dataset indices.
+    pub indices: Vec<usize>,
+    /// Address of the host buffer the copy read (the worker's own buffer
+    /// when pinned: no intermediate copy).
+    pub source: *const f32,
+    /// Whether the copy read page-locked memory.
+    pub pinned: bool,
+    /// Copy time on the GPU's clock, with [`TransferEngine::with_timing`].
+    pub copy_ms: Option<f32>,
+}
+
+// SAFETY: `source` is an address kept for identity checks only, never
+// dereferenced; the other fields are Send.
+unsafe impl Send for DeviceBatch {}
+
+impl DeviceBatch {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// `true` for an empty batch.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The data on the host backend; `None` on a device.
+    pub fn host_data(&self) -> Option<&[f32]> {
+        match &self.data {
+            DeviceData::Host(b) => Some(b.data()),
+            DeviceData::Cuda(_) => None,
+        }
+    }
+
+    /// The device buffer (its first `len()` values are the batch).
+    pub fn cuda_slice(&self) -> Option<&CudaSlice<f32>> {
+        match &self.data {
+            DeviceData::Cuda(s) => Some(s),
+            DeviceData::Host(_) => None,
+        }
+    }
+}
+
+/// A copy in flight: the host batch is held until its event completes.
+struct InFlight {
+    batch: Batch,
+    device: Option<CudaSlice<f32>>,
+    start: Option<CudaEvent>,
+    done: Option<CudaEvent>,
+    source: *const f32,
+    pinned: bool,
+}
+
+impl TransferEngine {
+    /// An engine for `device`. `Device::Cuda` without a driver or device is
+    /// an error ([`TransferError::NoDriver`], [`TransferError::NoDevice`]),
+    /// never a panic.
+    pub fn new(device: Device) -> Result<Self, TransferError> {
+        let cuda = match device {
+            Device::Host => None,
+            Device::Cuda(ordinal) => {
+                let ctx = context(ordinal)?;
+                let stream = ctx.new_stream().map_err(TransferError::driver("stream"))?;
+                Some(Cuda {
+                    ctx,
+                    stream,
+                    free: Mutex::new(Vec::new()),
+                })
+            }
+        };
+        Ok(Self {
+            device,
+            cuda,
+            timing: false,
+        })
+    }
+
+    /// Times every copy with a pair of events (for measurements).
+    #[must_use]
+    pub fn with_timing(mut self) -> Self {
+        self.timing = true;
+        self
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The provider of pinned buffers for a loader with `pin_memory`, at most
+    /// `max` of them; `None` on the host backend, where pinned means
+    /// ordinary memory.
+    pub fn pinned_buffers(&self, max: usize) -> Option<Arc<dyn BufferProvider>> {
+        self.cuda.as_ref().map(|c| {
+            Arc::new(PinnedBuffers::new(Arc::clone(&c.ctx), max)) as Arc<dyn BufferProvider>
+        })
+    }
+
+    /// Starts copying `batch` to the device.
+    fn submit(&self, batch: Batch) -> Result<InFlight, TransferError> {
+        let host = batch.host_buffer();
+        let source = host.as_slice().as_ptr();
+        let pinned = host.is_pinned();
+        let Some(c) = &self.cuda else {
+            return Ok(InFlight {
+                batch,
+                device: None,
+                start: None,
+                done: None,
+                source,
+                pinned,
+            });
+        };
+        let full = host.as_slice().len();
+        let mut dst = match c.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            Some(d) if d.len() == full => d,
+            _ => c
+                .stream
+                .alloc_zeros::<f32>(full)
+                .map_err(TransferError::driver("device alloc"))?,
+        };
+        let flags = self.timing.then_some(CUevent_flags::CU_EVENT_DEFAULT);
+        let start = match flags {
+            Some(_) => Some(
+                c.stream
+                    .record_event(flags)
+                    .map_err(TransferError::driver("event"))?,
+            ),
+            None => None,
+        };
+        match host.as_any().downcast_ref::<PinnedBuffer>() {
+            // The worker's own page-locked buffer: an asynchronous DMA.
+            Some(p) => c.stream.memcpy_htod(&p.slice, &mut dst),
+            // Pageable memory: the driver stages it.
+            None => c.stream.memcpy_htod(batch.data(), &mut dst),
+        }
+        .map_err(TransferError::driver("copy to device"))?;
+        let done = c
+            .stream
+            .record_event(flags)
+            .map_err(TransferError::driver("event"))?;
+        Ok(InFlight {
+            batch,
+            device: Some(dst),
+            start,
+            done: Some(done),
+            source,
+            pinned,
+        })
+    }
+
+    /// Waits for a copy; only then does the host batch (and its buffer) go
+    /// back to the loader.
+    fn finish(&self, f: InFlight) -> Result<DeviceBatch, TransferError> {
+        let InFlight {
+            batch,
+            device,
+            start,
+            done,
+            source,
+            pinned,
+        } = f;
+        let mut copy_ms = None;
+        if let Some(e) = &done {
+            e.synchronize()
+                .map_err(TransferError::driver("wait for copy"))?;
+            if let Some(s) = &start {
+                copy_ms = Some(
+                    s.elapsed_ms(e)
+                        .map_err(TransferError::driver("event timing"))?,
+                );
+            }
+        }
+        let (shape, labels, indices) = (
+            batch.shape(),
+            batch.labels().to_vec(),
+            batch.indices().to_vec(),
+        );
+        let data = match device {
+            Some(d) => {
+                drop(batch);
+                DeviceData::Cuda(d)
+            }
+            None => DeviceData::Host(batch),
+        };
+        Ok(DeviceBatch {
+            data,
+            shape,
+            labels,
+            indices,
+            source,
+            pinned,
+            copy_ms,
+        })
+    }
+
+    /// Returns a device buffer for reuse once the consumer is done with it.
+    pub fn recycle(&self, batch: DeviceBatch) {
+        if let (Some(c), DeviceData::Cuda(d)) = (&self.cuda, batch.data) {
+            c.free.lock().unwrap_or_else(|p| p.into_inner()).push(d);
+        }
+    }
+
+    /// Copies a device batch back to the host (for checks).
+    pub fn to_host(&self, batch: &DeviceBatch) -> Result<Vec<f32>, TransferError> {
+        match (&batch.data, &self.cuda) {
+            (DeviceData::Host(b), _) => Ok(b.data().to_vec()),
+            (DeviceData::Cuda(d), Some(c)) => {
+                let mut v = c
+                    .stream
+                    .clone_dtoh(d)
+                    .map_err(TransferError::driver("copy to host"))?;
+                v.truncate(batch.len());
+                Ok(v)
+            }
+            (DeviceData::Cuda(_), None) => unreachable!("device data only exists with a device"),
+        }
+    }
+
+    /// Host-to-device bandwidth in GB/s for a buffer of `bytes`, pinned or
+    /// pageable: the median of `repeats` copies timed on the GPU's clock.
+    pub fn bandwidth(
+        &self,
+        bytes: usize,
+        pinned: bool,
+        repeats: usize,
+    ) -> Result<f64, TransferError> {
+        let Some(c) = &self.cuda else {
+            return Err(TransferError::Driver {
+                op: "bandwidth",
+                message: "the host backend has no device".into(),
+            });
+        };
+        let n = bytes / 4;
+        let mut dst = c
+            .stream
+            .alloc_zeros::<f32>(n)
+            .map_err(TransferError::driver("device alloc"))?;
+        let pinned_src = if pinned {
+            // SAFETY: written (zeroed) below before any copy reads it.
+            let mut p = unsafe { c.ctx.alloc_pinned_with_flags::<f32>(n, 0) }
+                .map_err(TransferError::driver("pinned alloc"))?;
+            p.as_mut_slice()
+                .map_err(TransferError::driver("pinned"))?
+                .fill(0.5);
+            Some(p)
+        } else {
+            None
+        };
+        let pageable = if pinned { Vec::new() } else { vec![0.5f32; n] };
+        let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
+        let mut times = Vec::new();
+        for _ in 0..repeats.max(1) {
+            let start = c
+                .stream
+                .record_event(timed)
+                .map_err(TransferError::driver("event"))?;
+            match &pinned_src {
+                Some(p) => c.stream.memcpy_htod(p, &mut dst),
+                None => c.stream.memcpy_htod(&pageable, &mut dst),
+            }
+            .map_err(TransferError::driver("copy to device"))?;
+            let end = c
+                .stream
+                .record_event(timed)
+                .map_err(TransferError::driver("event"))?;
+            end.synchronize()
+                .map_err(TransferError::driver("wait for copy"))?;
+            times.push(f64::from(
+                start
+                    .elapsed_ms(&end)
+                    .map_err(TransferError::driver("event timing"))?,
+            ));
+        }
+        times.sort_by(f64::total_cmp);
+        let ms = times[times.len() / 2];
+        Ok(bytes as f64 / (ms / 1000.0) / 1e9)
+    }
+
+    /// Wraps an epoch: keeps up to `depth` copies in flight ahead of the
+    /// consumer (at least 1).
+    pub fn epoch<I>(&self, batches: I, depth: usize) -> DeviceEpoch<'_, I>
+    where
+        I: Iterator<Item = Result<Batch, LoaderError>>,
+    {
+        DeviceEpoch {
+            engine: self,
+            inner: batches,
+            queue: VecDeque::new(),
+            depth: depth.max(1),
+            failed: None,
+        }
+    }
+}
+
+/// An epoch's batches on the device, copies overlapping the consumer's work.
+pub struct DeviceEpoch<'a, I> {
+    engine: &'a TransferEngine,
+    inner: I,
+    queue: VecDeque<InFlight>,
+    depth: usize,
+    failed: Option<TransferError>,
+}
+
+impl<I> Drop for DeviceEpoch<'_, I> {
+    fn drop(&mut self) {
+        // Copies still reading host buffers must finish before those buffers
+        // go back to the loader's pool (a worker could overwrite them).
+        for f in self.queue.drain(..) {
+            if let Some(e) = &f.done {
+                let _ = e.synchronize();
+            }
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<Batch, LoaderError>>> DeviceEpoch<'_, I> {
+    /// Copies in flight now (never above the depth).
+    pub fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+impl<I: Iterator<Item = Result<Batch, LoaderError>>> Iterator for DeviceEpoch<'_, I> {
+    type Item = Result<DeviceBatch, TransferError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.failed.is_none() && self.queue.len() < self.depth {
+            match self.inner.next() {
+                Some(Ok(b)) => match self.engine.submit(b) {
+                    Ok(f) => self.queue.push_back(f),
+                    Err(e) => self.failed = Some(e),
+                },
+                Some(Err(e)) => self.failed = Some(e.into()),
+                None => break,
+            }
+        }
+        // Batches already copied come first; an error then ends the epoch.
+        match self.queue.pop_front() {
+            Some(f) => Some(self.engine.finish(f)),
+            None => self.failed.take().map(Err),
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The transfer engine on the host backend (CI has no GPU), and the probe.
+
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
+use adapt_dataset::Dataset;
+use adapt_formats::{Cifar10, Split};
+use adapt_loader::{Loader, LoaderConfig};
+use adapt_transfer::{Device, TransferEngine, TransferError, driver_present, probe};
+use std::sync::Arc;
+
+fn cifar() -> (tempfile::TempDir, Arc<dyn Dataset>) {
+    let dir = tempfile::tempdir().unwrap();
+    adapt_synth::cifar10(
+        dir.path(),
+        adapt_synth::Cifar10Spec {
+            train: 200,
+            test: 1,
+            seed: 5,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let ds = Arc::new(Cifar10::open(dir.path(), Split::Train).unwrap());
+    (dir, ds)
+}
+
+fn config(workers: usize, pin: bool) -> LoaderConfig {
+    LoaderConfig {
+        batch_size: 16,
+        shuffle: true,
+        num_workers: workers,
+        prefetch_factor: (workers > 0).then_some(2),
+        pin_memory: pin,
+        ..LoaderConfig::default()
+    }
+}
+
+#[test]
+fn a_cuda_device_without_a_driver_is_an_error_not_a_panic() {
+    let r = TransferEngine::new(Device::Cuda(0));
+    if driver_present() {
+        // A GPU machine: either it works or the error names the device.
+        assert!(r.is_ok() || matches!(r, Err(TransferError::NoDevice { .. })));
+    } else {
+        assert!(matches!(r, Err(TransferError::NoDriver)));
+        assert!(matches!(probe(), Err(TransferError::NoDriver)));
+        assert!(r.err().unwrap().to_string().contains("host"));
+    }
+    assert!(TransferEngine::new(Device::Cuda(1_000)).is_err());
+}
+
+#[test]
+fn device_names_parse() {
+    assert_eq!("host".parse::<Device>().unwrap(), Device::Host);
+    assert_eq!("cuda".parse::<Device>().unwrap(), Device::Cuda(0));
+    assert_eq!("cuda:3".parse::<Device>().unwrap(), Device::Cuda(3));
+    assert!("tpu".parse::<Device>().is_err());
+}
+
+#[test]
+fn pin_memory_on_the_host_backend_gives_the_same_bytes() {
+    let (_dir, ds) = cifar();
+    let engine = TransferEngine::new(Device::Host).unwrap();
+    assert!(
+        engine.pinned_buffers(8).is_none(),
+        "no pinned memory without CUDA"
+    );
+    let run = |pin: bool| {
+        let mut l = Loader::with_buffers(Arc::clone(&ds), config(2, pin), engine.pinned_buffers(8))
+            .unwrap();
+        let e = l.epoch(1).unwrap();
+        engine
+            .epoch(e, 2)
+            .map(|b| engine.to_host(&b.unwrap()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let (off, on) = (run(false), run(true));
+    assert_eq!(off.len(), 13);
+    assert_eq!(off, on);
+}
+
+#[test]
+fn the_copied_buffer_is_the_one_the_worker_wrote() {
+    let (_dir, ds) = cifar();
+    let engine = TransferEngine::new(Device::Host).unwrap();
+    let mut l = Loader::new(ds, config(2, false)).unwrap();
+    for batch in l.epoch(0).unwrap() {
+        let batch = batch.unwrap();
+        let written = batch.host_buffer().as_slice().as_ptr();
+        let mut one = engine.epoch(std::iter::once(Ok(batch)), 1);
+        let d = one.next().unwrap().unwrap();
+        assert_eq!(d.source, written, "no intermediate host copy");
+        assert_eq!(d.host_data().unwrap().as_ptr(), written);
+        assert!(one.next().is_none());
+    }
+}
+
+#[test]
+fn copies_in_flight_are_bounded_and_buffers_recycled() {
+    let (_dir, ds) = cifar();
+    let engine = TransferEngine::new(Device::Host).unwrap();
+    let depth = 3;
+    let mut l = Loader::new(ds, config(2, true)).unwrap();
+    let bound = l.config().max_in_flight();
+    let mut allocated = Vec::new();
+    for e in 0..3 {
+        let mut epoch = l.epoch(e).unwrap();
+        {
+            let mut dev = engine.epoch(epoch.by_ref(), depth);
+            let mut n = 0;
+            while let Some(b) = dev.next() {
+                // Back-pressure: the consumer holds one, the engine at most
+                // `depth - 1` more, the loader at most its bound.
+                assert!(dev.in_flight() < depth);
+                engine.recycle(b.unwrap());
+                n += 1;
+            }
+            assert_eq!(n, 13);
+        }
+        assert!(epoch.max_in_flight() <= bound);
+        drop(epoch);
+        allocated.push(l.buffers_allocated());
+    }
+    // Loader bound + the engine's queue + the consumer's batch.
+    assert!(allocated[0] <= bound + depth + 1, "{allocated:?}");
+    assert!(
+        allocated.windows(2).all(|w| w[0] == w[1]),
+        "steady state allocates nothing: {allocated:?}"
+    );
+}
+
+#[test]
+fn a_loader_error_ends_the_device_epoch_after_the_copied_batches() {
+    let (_dir, ds) = cifar();
+    struct FailAt(Arc<dyn Dataset>);
+    impl Dataset for FailAt {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn get(&self, i: usize) -> Result<adapt_dataset::Sample, adapt_dataset::Error> {
+            if i == 40 {
+                return Err(adapt_dataset::Error::InvalidParameter("bad sample".into()));
+            }
+            self.0.get(i)
+        }
+        fn sample_shape(&self) -> Option<adapt_dataset::Shape> {
+            self.0.sample_shape()
+        }
+    }
+    let engine = TransferEngine::new(Device::Host).unwrap();
+    let cfg = LoaderConfig {
+        shuffle: false,
+        ..config(1, false)
+    };
+    let mut l = Loader::new(Arc::new(FailAt(ds)), cfg).unwrap();
+    let results: Vec<_> = engine.epoch(l.epoch(0).unwrap(), 2).collect();
+    assert_eq!(
+        results.len(),
+        3,
+        "batches 0 and 1, then the error of batch 2"
+    );
+    assert!(matches!(results[2], Err(TransferError::Loader(_))));
+}
