@@ -225,11 +225,11 @@ fn steady_state_allocates_no_new_buffer() {
         ..LoaderConfig::default()
     };
     let mut l = loader(ds, config);
-    l.epoch(0).unwrap().for_each(|b| drop(b.unwrap()));
-    let after_first = l.buffers_allocated();
-    assert!(after_first <= 5, "{after_first}");
-    for e in 1..4 {
+    // 4 epochs × 25 batches; buffers allocated at most the in-flight bound
+    // plus the consumer's one (the count may reach it in any epoch, as
+    // timing decides how far ahead the workers get).
+    for e in 0..4 {
         l.epoch(e).unwrap().for_each(|b| drop(b.unwrap()));
+        assert!(l.buffers_allocated() <= 5, "epoch {e}: {}", l.buffers_allocated());
     }
-    assert_eq!(l.buffers_allocated(), after_first);
 }
