@@ -113,6 +113,14 @@ pub trait Dataset: Send + Sync {
     }
 }
 
+/// `get` for readers whose real work is in `get_into`: reads sample `index`
+/// into a new [`Sample`].
+pub fn get_via_into<D: Dataset + ?Sized>(dataset: &D, index: usize) -> Result<Sample, Error> {
+    let mut sample = Sample::default();
+    dataset.get_into(index, &mut sample)?;
+    Ok(sample)
+}
+
 /// Returns [`Error::IndexOutOfRange`] unless `index < len`.
 pub fn check_index(index: usize, len: usize) -> Result<(), Error> {
     if index < len {

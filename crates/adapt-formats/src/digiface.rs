@@ -125,9 +125,7 @@ impl Dataset for DigiFace {
         self.entries.len()
     }
     fn get(&self, index: usize) -> Result<Sample, Error> {
-        let mut s = Sample::default();
-        self.get_into(index, &mut s)?;
-        Ok(s)
+        adapt_dataset::get_via_into(self, index)
     }
     fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
         let path = self.image_path(index)?;

@@ -173,9 +173,7 @@ impl Dataset for PackDataset {
         self.ends.last().copied().unwrap_or(0)
     }
     fn get(&self, index: usize) -> Result<Sample, Error> {
-        let mut s = Sample::default();
-        self.get_into(index, &mut s)?;
-        Ok(s)
+        adapt_dataset::get_via_into(self, index)
     }
     fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
         self.with_record(index, |rec, name| match &rec.body {

@@ -230,6 +230,10 @@ fn steady_state_allocates_no_new_buffer() {
     // timing decides how far ahead the workers get).
     for e in 0..4 {
         l.epoch(e).unwrap().for_each(|b| drop(b.unwrap()));
-        assert!(l.buffers_allocated() <= 5, "epoch {e}: {}", l.buffers_allocated());
+        assert!(
+            l.buffers_allocated() <= 5,
+            "epoch {e}: {}",
+            l.buffers_allocated()
+        );
     }
 }

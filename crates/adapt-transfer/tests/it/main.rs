@@ -123,7 +123,10 @@ fn copies_in_flight_are_bounded_and_buffers_recycled() {
     }
     // 39 batches, and never more buffers than the loader bound + the
     // engine's queue + the consumer's batch: recycled, not allocated.
-    assert!(allocated.iter().all(|&a| a <= bound + depth + 1), "{allocated:?}");
+    assert!(
+        allocated.iter().all(|&a| a <= bound + depth + 1),
+        "{allocated:?}"
+    );
 }
 
 #[test]

@@ -72,7 +72,10 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
     assert!(r.adapt_rank.is_some_and(|k| k >= 1 && k <= r.grid_size));
     assert_eq!(r.default.config, Knobs::DEFAULT);
     // Every canonical configuration ran once in the grid (none pruned here).
-    assert_eq!(r.search.grid.as_ref().unwrap().trials, r.grid_size - r.pruned);
+    assert_eq!(
+        r.search.grid.as_ref().unwrap().trials,
+        r.grid_size - r.pruned
+    );
     assert!(r.search.avl.as_ref().unwrap().trials > 0);
     assert_eq!(r.grid.len(), r.grid_size);
     assert!(
