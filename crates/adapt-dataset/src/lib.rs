@@ -185,8 +185,15 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
         Ok(out)
     }
     fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
-        // A fresh scratch per call: callers on a hot path use `get_with`.
-        self.get_with(index, out, &mut Scratch::default())
+        thread_local! {
+            // One scratch per thread (a loader worker), reused sample after
+            // sample; a nested `Mapped` falls back to a fresh one.
+            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+        }
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.get_with(index, out, &mut scratch),
+            Err(_) => self.get_with(index, out, &mut Scratch::default()),
+        })
     }
     fn source(&self, index: usize) -> String {
         self.inner.source(index)

@@ -7,10 +7,10 @@ use crate::{
     Budget, CommandObjective, ConfigTime, KnobSpace, Knobs, LoaderObjective, Machine, Profile,
     ProfileEntry, ProfileKey, Report, RunReport, SearchCost, TrialSpec, TuneError,
 };
-use adapt_dataset::{Concat, Dataset, Normalize};
+use adapt_dataset::{Concat, Dataset, Mapped, Normalize, Resize};
 use adapt_formats::{
-    CelebA, CelebAOptions, Cifar10, DatasetKind, DigiFace, DigiFaceOptions, ImageFolder,
-    OpenOptions, Split,
+    CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
+    ImageFolder, OpenOptions, Split,
 };
 use adapt_loader::LoaderConfig;
 use adapt_pack::{PackDataset, ShardStream};
@@ -140,7 +140,12 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
                     class_offset: offset,
                 },
             )?;
-            let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(celeba), Arc::new(digi)];
+            // CelebA's crop is 128×128, DigiFace's images 112×112: resize
+            // CelebA to 112×112 (bilinear) so the two batch together.
+            let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
+                .map_err(|e| TuneError::InvalidOption(e.to_string()))?;
+            let parts: Vec<Arc<dyn Dataset>> =
+                vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];
             Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
         }
         "pack" => {

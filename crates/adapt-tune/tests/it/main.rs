@@ -295,3 +295,43 @@ fn bad_options_are_clear_errors() {
     .unwrap_err();
     assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
 }
+
+#[test]
+fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = adapt_synth::CelebASpec {
+        count: 4,
+        identities: 3,
+        quality: 90,
+        seed: 1,
+    };
+    adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
+    let spec = adapt_synth::DigiFaceSpec {
+        classes: 2,
+        per_class: 2,
+        seed: 1,
+    };
+    adapt_synth::digiface(
+        &dir.path().join("digiface"),
+        spec,
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let opened =
+        adapt_tune::open_dataset("celeba+digiface", dir.path(), adapt_formats::Split::Train)
+            .unwrap();
+    let ds = &opened.dataset;
+    assert_eq!(ds.len(), 8);
+    assert_eq!(
+        ds.sample_shape(),
+        Some(adapt_dataset::Shape::new(112, 112, 3))
+    );
+    let celeba_max = (0..4).map(|i| ds.get(i).unwrap().label).max().unwrap();
+    let digiface: Vec<i64> = (4..8).map(|i| ds.get(i).unwrap().label).collect();
+    // DigiFace class 0 lands just past CelebA's highest identity.
+    assert!(digiface.iter().all(|&l| l > celeba_max), "{digiface:?}");
+    assert_eq!(
+        ds.get(0).unwrap().shape,
+        adapt_dataset::Shape::new(112, 112, 3)
+    );
+}
