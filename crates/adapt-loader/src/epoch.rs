@@ -152,25 +152,28 @@ impl<'a> Epoch<'a> {
             let Some(workers) = self.workers() else {
                 unreachable!("inline handled above")
             };
-            let got = match self.loader.config.timeout {
-                Some(t) => workers.results.recv_timeout(t).map_err(|e| match e {
-                    RecvTimeoutError::Timeout => LoaderError::Timeout {
-                        epoch: self.epoch,
-                        batch: self.next_out,
-                        waited: t,
-                    },
-                    RecvTimeoutError::Disconnected => LoaderError::WorkersGone {
-                        epoch: self.epoch,
-                        batch: self.next_out,
-                    },
-                }),
-                None => workers
-                    .results
-                    .recv()
-                    .map_err(|_| LoaderError::WorkersGone {
-                        epoch: self.epoch,
-                        batch: self.next_out,
+            let got = match crate::worker::spin_recv(&workers.results, self.loader.ctx.spin) {
+                Some(done) => Ok(done),
+                None => match self.loader.config.timeout {
+                    Some(t) => workers.results.recv_timeout(t).map_err(|e| match e {
+                        RecvTimeoutError::Timeout => LoaderError::Timeout {
+                            epoch: self.epoch,
+                            batch: self.next_out,
+                            waited: t,
+                        },
+                        RecvTimeoutError::Disconnected => LoaderError::WorkersGone {
+                            epoch: self.epoch,
+                            batch: self.next_out,
+                        },
                     }),
+                    None => workers
+                        .results
+                        .recv()
+                        .map_err(|_| LoaderError::WorkersGone {
+                            epoch: self.epoch,
+                            batch: self.next_out,
+                        }),
+                },
             };
             let Done {
                 generation,

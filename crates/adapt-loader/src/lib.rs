@@ -117,6 +117,14 @@ impl Loader {
             shape,
             pool,
             policy: config.on_error,
+            spin: {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                if config.num_workers + 1 <= cores {
+                    worker::SPIN
+                } else {
+                    std::time::Duration::ZERO
+                }
+            },
             live: std::sync::atomic::AtomicUsize::new(0),
         });
         let persistent = if config.persistent_workers {
