@@ -119,7 +119,7 @@ impl Loader {
             policy: config.on_error,
             spin: {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                if config.num_workers + 1 <= cores {
+                if config.num_workers < cores {
                     worker::SPIN
                 } else {
                     std::time::Duration::ZERO
