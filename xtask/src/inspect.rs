@@ -6,20 +6,37 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
+/// Which dataset a verb reads (shared by `inspect` and `load`).
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub(crate) struct DatasetArgs {
     /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
     #[arg(long)]
     dataset: String,
     /// The folder holding the format's files.
     #[arg(long)]
     path: PathBuf,
-    /// Sample index, in the format's documented order.
-    #[arg(long)]
-    index: usize,
     /// CIFAR-10 split.
     #[arg(long, value_enum, default_value = "train")]
     split: SplitArg,
+}
+
+impl DatasetArgs {
+    pub(crate) fn open(&self) -> anyhow::Result<adapt_tune::OpenedDataset> {
+        Ok(adapt_tune::open_dataset(
+            &self.dataset,
+            &self.path,
+            self.split.into(),
+        )?)
+    }
+}
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    source: DatasetArgs,
+    /// Sample index, in the format's documented order.
+    #[arg(long)]
+    index: usize,
     /// Also write the sample's HWC pixel bytes to this file.
     #[arg(long)]
     raw_out: Option<PathBuf>,
@@ -41,7 +58,7 @@ impl From<SplitArg> for Split {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let opened = adapt_tune::open_dataset(&args.dataset, &args.path, args.split.into())?;
+    let opened = args.source.open()?;
     let ds = &opened.dataset;
     let sample = ds
         .get(args.index)

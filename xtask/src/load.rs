@@ -1,25 +1,17 @@
 //! `cargo xtask load`: run epochs through the loader, one JSON line each.
 
-use crate::inspect::{SplitArg, hex};
+use crate::inspect::{DatasetArgs, hex};
 use adapt_loader::{Loader, LoaderConfig};
 use adapt_pack::ShardStream;
 use anyhow::Context;
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
-    #[arg(long)]
-    dataset: String,
-    /// The folder holding the format's files (as for `inspect`).
-    #[arg(long)]
-    path: PathBuf,
-    /// CIFAR-10 split.
-    #[arg(long, value_enum, default_value = "train")]
-    split: SplitArg,
+    #[command(flatten)]
+    source: DatasetArgs,
     #[arg(long, default_value_t = 128)]
     batch_size: usize,
     #[arg(long, default_value_t = 0)]
@@ -51,7 +43,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let opened = adapt_tune::open_dataset(&args.dataset, &args.path, args.split.into())?;
+    let opened = args.source.open()?;
     let sampler: Option<Arc<dyn adapt_loader::Sampler>> = match (args.stream, &opened.pack) {
         (Some(buffer), Some(pack)) => {
             // Every frame the buffer and the batches in flight touch stays
