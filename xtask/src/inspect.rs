@@ -18,15 +18,28 @@ pub(crate) struct DatasetArgs {
     /// CIFAR-10 split.
     #[arg(long, value_enum, default_value = "train")]
     split: SplitArg,
+    /// Resize every sample to WIDTHxHEIGHT after the format's fixed steps
+    /// (image folders of mixed sizes need it to batch).
+    #[arg(long, value_parser = parse_size)]
+    resize: Option<(u32, u32)>,
+}
+
+/// `WIDTHxHEIGHT`, e.g. `224x224`.
+pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{s:?}: expected WIDTHxHEIGHT"))?;
+    let n = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{s:?}: {e}"));
+    Ok((n(w)?, n(h)?))
 }
 
 impl DatasetArgs {
     pub(crate) fn open(&self) -> anyhow::Result<adapt_tune::OpenedDataset> {
-        Ok(adapt_tune::open_dataset(
-            &self.dataset,
-            &self.path,
-            self.split.into(),
-        )?)
+        let opened = adapt_tune::open_dataset(&self.dataset, &self.path, self.split.into())?;
+        Ok(match self.resize {
+            Some((w, h)) => opened.resized(w, h)?,
+            None => opened,
+        })
     }
 }
 

@@ -16,6 +16,9 @@ pub(crate) struct Args {
     /// The folder holding the dataset's files.
     #[arg(long)]
     path: Option<PathBuf>,
+    /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
+    #[arg(long, value_parser = crate::inspect::parse_size)]
+    resize: Option<(u32, u32)>,
     /// Batch sizes, comma-separated, each tuned separately.
     #[arg(long, value_delimiter = ',', default_value = "128")]
     batch_size: Vec<usize>,
@@ -141,6 +144,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         final_samples: args.final_samples,
         profile: args.profile.clone(),
         retune: args.retune,
+        resize: args.resize,
     };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(120));

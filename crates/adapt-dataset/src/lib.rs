@@ -155,12 +155,26 @@ forward_dataset!(&D, Box<D>, Arc<D>);
 pub struct Mapped<D, T> {
     inner: D,
     transform: T,
+    shape: Option<Shape>,
 }
 
 impl<D: Dataset, T: Transform> Mapped<D, T> {
     /// Wraps `inner` so that every sample goes through `transform`.
     pub fn new(inner: D, transform: T) -> Self {
-        Self { inner, transform }
+        Self {
+            inner,
+            transform,
+            shape: None,
+        }
+    }
+
+    /// Declares the shape every transformed sample has, for an inner dataset
+    /// whose samples differ (an image folder, then resized). A sample that
+    /// does not match is still an error where it is batched.
+    #[must_use]
+    pub fn with_shape(mut self, shape: Shape) -> Self {
+        self.shape = Some(shape);
+        self
     }
 
     /// Reads and transforms sample `index` with the caller's scratch space.
@@ -199,9 +213,11 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
         self.inner.source(index)
     }
     fn sample_shape(&self) -> Option<Shape> {
-        self.inner
-            .sample_shape()
-            .and_then(|s| self.transform.output_shape(s).ok())
+        self.shape.or_else(|| {
+            self.inner
+                .sample_shape()
+                .and_then(|s| self.transform.output_shape(s).ok())
+        })
     }
     fn num_classes(&self) -> Option<usize> {
         self.inner.num_classes()

@@ -71,6 +71,9 @@ pub struct TuneOptions {
     pub profile: Option<PathBuf>,
     /// Search again even when the profile has an entry.
     pub retune: bool,
+    /// Resize every sample to (width, height) after the format's fixed
+    /// steps (needed for image folders of mixed sizes).
+    pub resize: Option<(u32, u32)>,
 }
 
 impl Default for TuneOptions {
@@ -92,6 +95,7 @@ impl Default for TuneOptions {
             final_samples: None,
             profile: None,
             retune: false,
+            resize: None,
         }
     }
 }
@@ -109,6 +113,21 @@ pub struct OpenedDataset {
     pub pack: Option<Arc<PackDataset>>,
     /// Class names, when the format has them.
     pub class_names: Option<Vec<String>>,
+}
+
+impl OpenedDataset {
+    /// The same data resized to `width` × `height` (bilinear) after the
+    /// format's fixed steps: what a folder of images of many sizes needs
+    /// before it can be batched.
+    pub fn resized(mut self, width: u32, height: u32) -> Result<Self, TuneError> {
+        let resize =
+            Resize::new(width, height).map_err(|e| TuneError::InvalidOption(e.to_string()))?;
+        // Every reader produces RGB, so the resized shape is known even when
+        // the source's sizes differ.
+        let shape = adapt_dataset::Shape::new(height, width, 3);
+        self.dataset = Arc::new(Mapped::new(self.dataset, resize).with_shape(shape));
+        Ok(self)
+    }
 }
 
 /// Formats `open_dataset` knows.
@@ -253,9 +272,13 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         }
         DatasetChoice::Named { kind, path } => (kind.clone(), path.clone()),
     };
+    let mut opened = open_dataset(&kind, &path, Split::Train)?;
+    if let Some((w, h)) = options.resize {
+        opened = opened.resized(w, h)?;
+    }
     let OpenedDataset {
         dataset, normalize, ..
-    } = open_dataset(&kind, &path, Split::Train)?;
+    } = opened;
     let shape = dataset.sample_shape().ok_or_else(|| {
         TuneError::InvalidOption(
             "the dataset's samples have no fixed size; tune it after a Resize".into(),

@@ -335,3 +335,37 @@ fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
         adapt_dataset::Shape::new(112, 112, 3)
     );
 }
+
+#[test]
+fn an_image_folder_of_mixed_sizes_batches_once_resized() {
+    let dir = tempfile::tempdir().unwrap();
+    for (class, name, w, h) in [
+        ("a", "1.png", 20, 10),
+        ("a", "2.png", 7, 9),
+        ("b", "x.png", 16, 16),
+    ] {
+        let path = dir.path().join(class).join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let px = vec![100u8; (w * h * 3) as usize];
+        std::fs::write(
+            &path,
+            adapt_formats::encode_png(&path, &px, w, h, 3).unwrap(),
+        )
+        .unwrap();
+    }
+    let opened =
+        adapt_tune::open_dataset("imagefolder", dir.path(), adapt_formats::Split::Train).unwrap();
+    let config = || adapt_loader::LoaderConfig {
+        batch_size: 3,
+        ..Default::default()
+    };
+    assert!(
+        adapt_loader::Loader::new(opened.dataset.clone(), config()).is_err(),
+        "mixed sizes need a resize"
+    );
+    let resized = opened.resized(8, 6).unwrap();
+    let mut loader = adapt_loader::Loader::new(resized.dataset, config()).unwrap();
+    let batch = loader.epoch(0).unwrap().next().unwrap().unwrap();
+    assert_eq!(batch.shape(), [3, 3, 6, 8]);
+    assert_eq!(batch.labels(), [0, 0, 1]);
+}
