@@ -120,15 +120,11 @@ impl<'a> Epoch<'a> {
             return;
         };
         let bound = self.loader.config.max_in_flight();
-        let mut submitted = Vec::new();
         let mut next_in = self.next_in;
         while next_in < self.batches && next_in - self.next_out < bound {
-            submitted.push(self.task(next_in));
-            next_in += 1;
-        }
-        for t in submitted {
             // A closed queue shows up as WorkersGone when results are awaited.
-            workers.submit(t);
+            workers.submit(self.task(next_in));
+            next_in += 1;
         }
         self.next_in = next_in;
         self.max_in_flight = self.max_in_flight.max(self.next_in - self.next_out);
