@@ -268,7 +268,10 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             )? {
                 progress("generated full-size synthetic CIFAR-10 in the real binary layout");
             }
-            ("cifar10".to_owned(), dir.canonicalize().unwrap_or_else(|_| dir.clone()))
+            (
+                "cifar10".to_owned(),
+                dir.canonicalize().unwrap_or_else(|_| dir.clone()),
+            )
         }
         DatasetChoice::Named { kind, path } => (kind.clone(), path.clone()),
     };
