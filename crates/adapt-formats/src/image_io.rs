@@ -36,11 +36,12 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, FormatError> {
 /// its format would): RGB, shape check, crop. `path` names it in errors.
 pub fn decode_encoded_into(
     path: &Path,
-    encoded: &adapt_dataset::Encoded,
+    bytes: &[u8],
+    steps: adapt_dataset::FixedSteps,
     out: &mut Sample,
 ) -> Result<(), FormatError> {
-    decode_rgb_into(path, &encoded.bytes, out)?;
-    if let Some(expected) = encoded.steps.expect
+    decode_rgb_into(path, bytes, out)?;
+    if let Some(expected) = steps.expect
         && out.shape != expected
     {
         return Err(FormatError::UnexpectedShape {
@@ -49,7 +50,7 @@ pub fn decode_encoded_into(
             got: out.shape,
         });
     }
-    if let Some(b) = encoded.steps.crop {
+    if let Some(b) = steps.crop {
         use adapt_dataset::Transform;
         adapt_dataset::Crop(b)
             .apply(out, &mut adapt_dataset::Scratch::default())
@@ -58,7 +59,6 @@ pub fn decode_encoded_into(
                 source,
             })?;
     }
-    out.label = encoded.label;
     Ok(())
 }
 

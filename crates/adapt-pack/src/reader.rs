@@ -151,15 +151,17 @@ impl PackDataset {
         Ok(frame)
     }
 
+    /// Runs `f` on record `index`; `f` gets the record and a way to name it
+    /// (shard, frame, record) for errors, built only when asked for.
     fn with_record<T>(
         &self,
         index: usize,
-        f: impl FnOnce(&Record, String) -> Result<T, Error>,
+        f: impl FnOnce(&Record, &dyn Fn() -> String) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let (s, fr, r) = self.locate(index)?;
         let frame = self.frame(s, fr)?;
-        let name = format!("{}#frame={fr},record={r}", self.shards[s].path.display());
-        f(&frame[r], name)
+        let name = || format!("{}#frame={fr},record={r}", self.shards[s].path.display());
+        f(&frame[r], &name)
     }
 
     /// The sample's index in the source dataset.
@@ -195,13 +197,16 @@ impl Dataset for PackDataset {
                 out.label = rec.label;
                 out.validate()
             }
-            Body::Encoded { .. } => {
-                let e = encoded_of(rec);
-                Ok(adapt_formats::decode_encoded_into(
-                    Path::new(&name),
-                    &e,
-                    out,
-                )?)
+            Body::Encoded {
+                bytes,
+                crop,
+                expect,
+            } => {
+                // Decoded from the cached frame's bytes, without a copy.
+                let steps = steps_of(crop, expect);
+                adapt_formats::decode_encoded_into(Path::new(&name()), bytes, steps, out)?;
+                out.label = rec.label;
+                Ok(())
             }
         })
     }
@@ -211,7 +216,7 @@ impl Dataset for PackDataset {
     }
     fn source(&self, index: usize) -> String {
         self.with_record(index, |rec, name| {
-            Ok(format!("{name} (origin {})", rec.origin))
+            Ok(format!("{} (origin {})", name(), rec.origin))
         })
         .unwrap_or_else(|e| e.to_string())
     }
@@ -254,15 +259,19 @@ fn encoded_of(rec: &Record) -> Encoded {
         } => Encoded {
             bytes: bytes.clone(),
             label: rec.label,
-            steps: FixedSteps {
-                crop: crop.map(|[l, t, r, b]| CropBox::new(l, t, r, b)),
-                expect: expect.map(|[h, w, c]| Shape::new(h, w, c)),
-            },
+            steps: steps_of(crop, expect),
         },
         Body::Raw { .. } => Encoded {
             bytes: Vec::new(),
             label: rec.label,
             steps: FixedSteps::default(),
         },
+    }
+}
+
+fn steps_of(crop: &Option<[u32; 4]>, expect: &Option<[u32; 3]>) -> FixedSteps {
+    FixedSteps {
+        crop: crop.map(|[l, t, r, b]| CropBox::new(l, t, r, b)),
+        expect: expect.map(|[h, w, c]| Shape::new(h, w, c)),
     }
 }

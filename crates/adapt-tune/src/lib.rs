@@ -34,6 +34,6 @@ pub use replay::{ReplayStats, replay};
 pub use report::{ConfigTime, Report, RunReport, SearchCost};
 pub use space::{Budget, KnobSpace, Knobs};
 pub use tuner::{
-    DATASET_KINDS, DatasetChoice, OpenedDataset, Strategy, StreamSampler, TuneOptions,
-    dataset_fingerprint, open_dataset, run, tune_command,
+    DatasetChoice, OpenedDataset, Strategy, StreamSampler, TuneOptions, dataset_fingerprint,
+    open_dataset, run, tune_command,
 };

@@ -188,16 +188,6 @@ impl LoaderObjective {
             self.engine.as_deref(),
         )
     }
-
-    /// The subset trials run on.
-    pub fn subset(&self) -> &Arc<dyn Dataset> {
-        &self.subset
-    }
-
-    /// The trial length.
-    pub fn spec(&self) -> TrialSpec {
-        self.spec
-    }
 }
 
 impl Objective for LoaderObjective {

@@ -130,9 +130,6 @@ impl OpenedDataset {
     }
 }
 
-/// Formats `open_dataset` knows.
-pub const DATASET_KINDS: &str = "cifar10, celeba, digiface, celeba+digiface, imagefolder, pack";
-
 /// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
 /// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
 /// labels offset past CelebA's —, `imagefolder`, `pack`).
