@@ -44,7 +44,7 @@ fn cifar(c: &mut Criterion) {
     g.bench_function("get_normalise", |b| {
         b.iter(|| {
             for i in 0..n {
-                ds.get_into(i, &mut sample).expect("in range");
+                adapt_dataset::read_into(&ds, i, &mut sample).expect("in range");
                 norm.write_chw(sample.view(), &mut out).expect("shape");
                 black_box(&out);
             }
@@ -54,7 +54,7 @@ fn cifar(c: &mut Criterion) {
     g.bench_function("view_normalise", |b| {
         b.iter(|| {
             for i in 0..n {
-                let view = ds.view(i).expect("cifar lends views").expect("in range");
+                let view = ds.read(i, &mut sample).expect("in range").view(&sample);
                 norm.write_chw(view, &mut out).expect("shape");
                 black_box(&out);
             }
@@ -79,7 +79,7 @@ fn images(c: &mut Criterion, name: &str, ds: &dyn Dataset, paths: Vec<String>) {
     g.bench_function("get", |b| {
         b.iter(|| {
             for i in 0..paths.len() {
-                ds.get_into(i, &mut sample).expect("reads");
+                adapt_dataset::read_into(ds, i, &mut sample).expect("reads");
                 black_box(&sample);
             }
         })
@@ -89,7 +89,7 @@ fn images(c: &mut Criterion, name: &str, ds: &dyn Dataset, paths: Vec<String>) {
     g.bench_function("get_normalise", |b| {
         b.iter(|| {
             for i in 0..paths.len() {
-                ds.get_into(i, &mut sample).expect("reads");
+                adapt_dataset::read_into(ds, i, &mut sample).expect("reads");
                 out.resize(sample.pixels.len(), 0.0);
                 norm.write_chw(sample.view(), &mut out).expect("shape");
                 black_box(&out);

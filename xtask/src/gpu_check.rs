@@ -38,7 +38,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         adapt_synth::Cifar10Spec::default(),
         &adapt_synth::no_progress,
     )?;
-    let opened = adapt_tune::open_dataset("cifar10", &args.path, adapt_formats::Split::Train)?;
+    let opened = adapt_pipeline::open_dataset("cifar10", &args.path, adapt_formats::Split::Train)?;
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
@@ -52,7 +52,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
                 num_workers: workers,
                 prefetch_factor: Some(2),
                 pin_memory: pin,
-                normalize: Some(opened.normalize.clone()),
+                normalize: opened.default_normalizer(),
                 ..LoaderConfig::default()
             };
             let bound = config.max_in_flight() + 8;
@@ -66,7 +66,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             for _ in 0..3 {
                 let Some(b) = epoch.next() else { break };
                 let b = b?;
-                let host = b.data().to_vec();
+                let host = b.bytes().to_vec();
                 let mut one = engine.epoch(std::iter::once(Ok(b)), 1);
                 if let Some(d) = one.next() {
                     let d = d?;
@@ -78,7 +78,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             let start = std::time::Instant::now();
             for d in engine.epoch(epoch.by_ref().take(args.batches), 4) {
                 let d = d?;
-                bytes += d.len() * 4;
+                bytes += d.byte_len();
                 ms += f64::from(d.copy_ms.unwrap_or(0.0));
                 n += 1;
                 pinned_copies += usize::from(d.pinned);

@@ -1,12 +1,13 @@
-//! `cargo xtask inspect`: one sample as a JSON line, to check our readers
-//! against any other tool.
+//! `cargo xtask inspect`: one sample as a JSON line, as the pipeline yields
+//! it in a given epoch, to check our readers and transforms against any
+//! other tool.
 
-use adapt_formats::Split;
+use adapt_pipeline::{Built, DatasetSpec, Pipeline};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-/// Which dataset a verb reads (shared by `inspect` and `load`).
+/// Which data and pipeline a verb reads (shared by `inspect` and `load`).
 #[derive(clap::Args)]
 pub(crate) struct DatasetArgs {
     /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
@@ -22,6 +23,31 @@ pub(crate) struct DatasetArgs {
     /// (image folders of mixed sizes need it to batch).
     #[arg(long, value_parser = parse_size)]
     resize: Option<(u32, u32)>,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// The pipeline's steps and output (shared by `inspect`, `load` and `tune`).
+#[derive(clap::Args)]
+pub(crate) struct PipelineArgs {
+    /// Transform steps, torchvision's names, e.g.
+    /// "random_crop(32,padding=4),hflip,normalize(cifar10)". Default: the
+    /// dataset's usual normalisation only.
+    #[arg(long)]
+    pub(crate) transform: Option<String>,
+    /// f32 (normalised NCHW), u8 (NCHW) or u8-nhwc.
+    #[arg(long, default_value = "f32")]
+    pub(crate) output: String,
+}
+
+impl PipelineArgs {
+    /// Applies the steps and output to `pipeline`.
+    pub(crate) fn apply(&self, mut pipeline: Pipeline) -> anyhow::Result<Pipeline> {
+        if let Some(t) = &self.transform {
+            pipeline = pipeline.with_transforms(t)?;
+        }
+        Ok(pipeline.with_output(&self.output)?)
+    }
 }
 
 /// `WIDTHxHEIGHT`, e.g. `224x224`.
@@ -34,12 +60,19 @@ pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
 }
 
 impl DatasetArgs {
-    pub(crate) fn open(&self) -> anyhow::Result<adapt_tune::OpenedDataset> {
-        let opened = adapt_tune::open_dataset(&self.dataset, &self.path, self.split.into())?;
-        Ok(match self.resize {
-            Some((w, h)) => opened.resized(w, h)?,
-            None => opened,
-        })
+    pub(crate) fn pipeline(&self) -> anyhow::Result<Pipeline> {
+        let spec = DatasetSpec {
+            test_split: matches!(self.split, SplitArg::Test),
+            resize: self.resize,
+            ..DatasetSpec::new(self.dataset.clone(), self.path.clone())
+        };
+        self.pipeline.apply(Pipeline::new(spec))
+    }
+
+    pub(crate) fn open(&self) -> anyhow::Result<(Pipeline, Built)> {
+        let pipeline = self.pipeline()?;
+        let built = pipeline.build()?;
+        Ok((pipeline, built))
     }
 }
 
@@ -50,7 +83,14 @@ pub(crate) struct Args {
     /// Sample index, in the format's documented order.
     #[arg(long)]
     index: usize,
-    /// Also write the sample's HWC pixel bytes to this file.
+    /// The epoch whose random draws to show.
+    #[arg(long, default_value_t = 0)]
+    epoch: u64,
+    /// The seed of the random draws (the loader's --seed).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Also write the sample's HWC pixel bytes (after every step but
+    /// normalisation) to this file.
     #[arg(long)]
     raw_out: Option<PathBuf>,
 }
@@ -61,30 +101,24 @@ pub(crate) enum SplitArg {
     Test,
 }
 
-impl From<SplitArg> for Split {
-    fn from(s: SplitArg) -> Self {
-        match s {
-            SplitArg::Train => Split::Train,
-            SplitArg::Test => Split::Test,
-        }
-    }
-}
-
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let opened = args.source.open()?;
-    let ds = &opened.dataset;
-    let sample = ds
-        .get(args.index)
+    let (_, built) = args.source.open()?;
+    let ds = built.dataset();
+    let sample = built
+        .sample(args.index, args.epoch, args.seed)
         .with_context(|| format!("sample {}", args.index))?;
     let hwc = sample.hwc_bytes();
     let mut line = serde_json::json!({
         "index": args.index,
+        "epoch": args.epoch,
+        "seed": args.seed,
         "label": sample.label,
         "shape": [sample.shape.height, sample.shape.width, sample.shape.channels],
         "sha256": hex(&Sha256::digest(&hwc)),
         "source": ds.source(args.index),
+        "transforms": built.transforms_text(),
     });
-    if let Some(pack) = &opened.pack {
+    if let Some(pack) = &built.opened.pack {
         line["origin"] = pack.origin(args.index)?.into();
     }
     println!("{line}");

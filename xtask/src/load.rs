@@ -2,10 +2,8 @@
 
 use crate::inspect::{DatasetArgs, hex};
 use adapt_loader::{Loader, LoaderConfig};
-use adapt_pack::ShardStream;
 use anyhow::Context;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -43,26 +41,15 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let opened = args.source.open()?;
-    let sampler: Option<Arc<dyn adapt_loader::Sampler>> = match (args.stream, &opened.pack) {
-        (Some(buffer), Some(pack)) => {
-            // Every frame the buffer and the batches in flight touch stays
-            // decompressed, so each frame is read once per epoch.
-            let in_flight = args.num_workers * args.prefetch_factor.unwrap_or(2) + 1;
-            pack.set_cache_frames(pack.frames_for(buffer + in_flight * args.batch_size));
-            Some(Arc::new(adapt_tune::StreamSampler(ShardStream::new(
-                pack, args.seed, buffer,
-            ))))
-        }
-        (Some(_), None) => anyhow::bail!("--stream reads packs only (--dataset pack)"),
-        (None, Some(pack)) => {
-            pack.set_cache_frames(pack.frames_for(args.num_workers.max(1) * 2));
-            None
-        }
-        (None, None) => None,
-    };
-    let ds = opened.dataset;
-    let config = LoaderConfig {
+    let (pipeline, built) = args.source.open()?;
+    let sampler = built.opened.pack_sampler(
+        args.stream,
+        args.seed,
+        args.num_workers,
+        args.prefetch_factor,
+        args.batch_size,
+    )?;
+    let config = built.loader_config(LoaderConfig {
         sampler,
         batch_size: args.batch_size,
         shuffle: args.shuffle,
@@ -72,10 +59,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         prefetch_factor: args.prefetch_factor,
         pin_memory: args.pin_memory,
         persistent_workers: args.persistent_workers,
-        normalize: Some(opened.normalize),
         ..LoaderConfig::default()
-    };
-    let mut loader = Loader::new(ds, config)?;
+    });
+    let mut loader = Loader::new(built.dataset(), config)?;
+    eprintln!(
+        "{}",
+        serde_json::json!({ "pipeline": built.describe(&pipeline) })
+    );
     for epoch in 0..args.epochs {
         let start = Instant::now();
         let mut digest = Sha256::new();
@@ -83,9 +73,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         for batch in loader.epoch(epoch)? {
             let batch = batch.with_context(|| format!("epoch {epoch}"))?;
             if !args.no_digest {
-                for v in batch.data() {
-                    digest.update(v.to_le_bytes());
-                }
+                // Native byte order: little-endian on every machine we run on,
+                // so an f32 batch hashes as its values' little-endian bytes.
+                digest.update(batch.bytes());
                 for l in batch.labels() {
                     digest.update(l.to_le_bytes());
                 }

@@ -53,7 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     if kind == "pack" {
         bail!("the source must be a dataset format, not a pack");
     }
-    let opened = adapt_tune::open_dataset(kind, path, adapt_formats::Split::Train)?;
+    let opened = adapt_pipeline::open_dataset(kind, path, adapt_formats::Split::Train)?;
     let options = PackOptions {
         shard_size: args.shard_size,
         seed: args.seed,

@@ -19,6 +19,8 @@ pub(crate) struct Args {
     /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
     #[arg(long, value_parser = crate::inspect::parse_size)]
     resize: Option<(u32, u32)>,
+    #[command(flatten)]
+    pipeline: crate::inspect::PipelineArgs,
     /// Batch sizes, comma-separated, each tuned separately.
     #[arg(long, value_delimiter = ',', default_value = "128")]
     batch_size: Vec<usize>,
@@ -145,6 +147,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         profile: args.profile.clone(),
         retune: args.retune,
         resize: args.resize,
+        transforms: args
+            .pipeline
+            .transform
+            .as_deref()
+            .map(adapt_pipeline::parse_transforms)
+            .transpose()?,
+        output: args
+            .pipeline
+            .output
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!(e))?,
     };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(120));

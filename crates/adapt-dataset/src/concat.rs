@@ -1,4 +1,4 @@
-use crate::{Dataset, Encoded, Error, Sample, SampleView, Shape};
+use crate::{Dataset, Encoded, Error, Read, Sample, Shape};
 use std::sync::Arc;
 
 /// Several datasets read as one, in order: index `i` of the concatenation is
@@ -44,18 +44,18 @@ impl Dataset for Concat {
     fn len(&self) -> usize {
         self.ends.last().copied().unwrap_or(0)
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
+    fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
         let (p, i) = self.locate(index)?;
-        self.parts[p].get(i)
+        self.parts[p].read(i, buf)
     }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
-        let (p, i) = self.locate(index)?;
-        self.parts[p].get_into(i, out)
-    }
-    fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> {
+    fn draw_key(&self, index: usize) -> u64 {
+        // The part's own key, offset past the keys of the parts before it.
         match self.locate(index) {
-            Ok((p, i)) => self.parts[p].view(i),
-            Err(e) => Some(Err(e)),
+            Ok((p, i)) => {
+                let start = if p == 0 { 0 } else { self.ends[p - 1] };
+                start as u64 + self.parts[p].draw_key(i)
+            }
+            Err(_) => index as u64,
         }
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
@@ -94,9 +94,10 @@ mod tests {
         fn len(&self) -> usize {
             self.0
         }
-        fn get(&self, index: usize) -> Result<Sample, Error> {
+        fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
             crate::check_index(index, self.0)?;
-            Sample::hwc(vec![index as u8], 1, 1, 1, self.1)
+            *buf = Sample::hwc(vec![index as u8], 1, 1, 1, self.1)?;
+            Ok(Read::Filled)
         }
     }
 

@@ -20,9 +20,10 @@
 //! struct Ones;
 //! impl Dataset for Ones {
 //!     fn len(&self) -> usize { 4 }
-//!     fn get(&self, index: usize) -> Result<Sample, adapt_dataset::Error> {
+//!     fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<adapt_dataset::Read<'a>, adapt_dataset::Error> {
 //!         adapt_dataset::check_index(index, self.len())?;
-//!         Sample::hwc(vec![255; 2 * 2 * 3], 2, 2, 3, index as i64)
+//!         *buf = Sample::hwc(vec![255; 2 * 2 * 3], 2, 2, 3, index as i64)?;
+//!         Ok(adapt_dataset::Read::Filled)
 //!     }
 //! }
 //! let sample = Ones.get(3).unwrap();
@@ -31,31 +32,64 @@
 //! assert!(out.iter().all(|&v| v == 1.0));
 //! ```
 
+mod augment;
 mod concat;
 mod encoded;
 mod error;
 mod normalize;
 mod permutation;
+mod rng;
 mod sample;
 mod transform;
 
+pub use augment::{
+    CenterCrop, ColorJitter, PaddingMode, RandomCrop, RandomFlip, RandomResizedCrop, Region,
+    ResizeShorter, flip_horizontal, flip_vertical, resize_region,
+};
 pub use concat::Concat;
 pub use encoded::{Encoded, FixedSteps};
 pub use error::Error;
-pub use normalize::Normalize;
+pub use normalize::{Normalize, write_u8};
 pub use permutation::permutation;
+pub use rng::SampleRng;
 pub use sample::{Layout, Sample, SampleView, Shape};
 pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};
 
 use std::sync::Arc;
 
+/// How [`Dataset::read`] delivered a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read<'a> {
+    /// Borrowed from where it lives (CIFAR-10's mapped files): the caller
+    /// collates straight from it, one copy per byte, into the batch.
+    Lent(SampleView<'a>),
+    /// Written into the caller's buffer, reusing its allocation.
+    Filled,
+}
+
+impl<'a> Read<'a> {
+    /// The sample as a view: the lent one, or `buf` when filled.
+    pub fn view(self, buf: &'a Sample) -> SampleView<'a> {
+        match self {
+            Read::Lent(v) => v,
+            Read::Filled => buf.view(),
+        }
+    }
+}
+
 /// A map-style dataset: a known number of samples, each readable by index.
 ///
-/// Contract (as burn and PyTorch state theirs): `get` with an index below
+/// Contract (as burn and PyTorch state theirs): `read` with an index below
 /// [`len`](Dataset::len) returns the sample or an `Err` that means the read
 /// really failed (a missing file, a corrupt image). An index out of range is a
 /// caller bug; implementations return [`Error::IndexOutOfRange`] rather than
 /// panic. The same index always yields the same sample.
+///
+/// There is one read method, [`read`](Dataset::read), which either lends the
+/// sample or fills the caller's buffer: a wrapper (a subset, a
+/// concatenation, a map) implements it by calling its inner dataset's
+/// `read`, so it cannot drop the zero-copy path by forgetting to forward an
+/// optional method.
 ///
 /// A dataset is shared across worker threads by reference (`Send + Sync`); a
 /// worker never gets its own copy of the data.
@@ -68,23 +102,25 @@ pub trait Dataset: Send + Sync {
         self.len() == 0
     }
 
-    /// Reads sample `index`.
-    fn get(&self, index: usize) -> Result<Sample, Error>;
+    /// Reads sample `index`: lends it ([`Read::Lent`]) when the format keeps
+    /// decoded pixels in memory, or writes it into `buf` ([`Read::Filled`]),
+    /// reusing `buf`'s pixel buffer.
+    fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error>;
 
-    /// Reads sample `index` into `out`, reusing its pixel buffer where the
-    /// format allows. Readers on a hot path override this; the default
-    /// allocates through [`get`](Dataset::get).
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
-        *out = self.get(index)?;
-        Ok(())
+    /// Reads sample `index` into a new [`Sample`].
+    fn get(&self, index: usize) -> Result<Sample, Error> {
+        let mut sample = Sample::default();
+        read_into(self, index, &mut sample)?;
+        Ok(sample)
     }
 
-    /// Sample `index` borrowed from where it lives, for formats that keep
-    /// decoded pixels in memory (CIFAR-10's mapped files): the loader then
-    /// normalises straight from it, without a copy. `None` (the default)
-    /// when the format must decode.
-    fn view(&self, _index: usize) -> Option<Result<SampleView<'_>, Error>> {
-        None
+    /// The sample's identity for random draws: augmentation of sample
+    /// `index` draws from (seed, epoch, `draw_key(index)`). The index itself
+    /// by default; a pack answers the sample's index in its source dataset,
+    /// so a pack and the loose files it was made from augment alike, and a
+    /// subset answers its parent's key.
+    fn draw_key(&self, index: usize) -> u64 {
+        index as u64
     }
 
     /// The sample's original encoded bytes (a JPEG or PNG file's contents)
@@ -113,12 +149,17 @@ pub trait Dataset: Send + Sync {
     }
 }
 
-/// `get` for readers whose real work is in `get_into`: reads sample `index`
-/// into a new [`Sample`].
-pub fn get_via_into<D: Dataset + ?Sized>(dataset: &D, index: usize) -> Result<Sample, Error> {
-    let mut sample = Sample::default();
-    dataset.get_into(index, &mut sample)?;
-    Ok(sample)
+/// Reads sample `index` into `out` (owned), copying a lent sample: for
+/// callers that keep or modify the sample.
+pub fn read_into<D: Dataset + ?Sized>(
+    dataset: &D,
+    index: usize,
+    out: &mut Sample,
+) -> Result<(), Error> {
+    if let Read::Lent(view) = dataset.read(index, out)? {
+        out.copy_from(view);
+    }
+    Ok(())
 }
 
 /// Returns [`Error::IndexOutOfRange`] unless `index < len`.
@@ -134,11 +175,11 @@ macro_rules! forward_dataset {
     ($($ty:ty),*) => {$(
         impl<D: Dataset + ?Sized> Dataset for $ty {
             fn len(&self) -> usize { (**self).len() }
-            fn get(&self, index: usize) -> Result<Sample, Error> { (**self).get(index) }
-            fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
-                (**self).get_into(index, out)
+            fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
+                (**self).read(index, buf)
             }
-            fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> { (**self).view(index) }
+            fn get(&self, index: usize) -> Result<Sample, Error> { (**self).get(index) }
+            fn draw_key(&self, index: usize) -> u64 { (**self).draw_key(index) }
             fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> { (**self).encoded(index) }
             fn source(&self, index: usize) -> String { (**self).source(index) }
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
@@ -184,7 +225,7 @@ impl<D: Dataset, T: Transform> Mapped<D, T> {
         out: &mut Sample,
         scratch: &mut Scratch,
     ) -> Result<(), Error> {
-        self.inner.get_into(index, out)?;
+        read_into(&self.inner, index, out)?;
         self.transform.apply(out, scratch)
     }
 }
@@ -193,12 +234,7 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
     fn len(&self) -> usize {
         self.inner.len()
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        let mut out = Sample::default();
-        self.get_with(index, &mut out, &mut Scratch::default())?;
-        Ok(out)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         thread_local! {
             // One scratch per thread (a loader worker), reused sample after
             // sample; a nested `Mapped` falls back to a fresh one.
@@ -207,7 +243,11 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => self.get_with(index, out, &mut scratch),
             Err(_) => self.get_with(index, out, &mut Scratch::default()),
-        })
+        })?;
+        Ok(Read::Filled)
+    }
+    fn draw_key(&self, index: usize) -> u64 {
+        self.inner.draw_key(index)
     }
     fn source(&self, index: usize) -> String {
         self.inner.source(index)

@@ -41,6 +41,23 @@ impl Normalize {
         })
     }
 
+    /// A named preset: `cifar10` (mean 0.4914, 0.4822, 0.4465; std 0.2470,
+    /// 0.2435, 0.2616) or `imagenet` (0.485, 0.456, 0.406; 0.229, 0.224,
+    /// 0.225).
+    pub fn preset(name: &str) -> Option<Self> {
+        let (mean, std) = Self::preset_values(name)?;
+        Self::new(&mean, &std).ok()
+    }
+
+    /// The mean and std of a named preset.
+    pub fn preset_values(name: &str) -> Option<([f32; 3], [f32; 3])> {
+        match name.to_ascii_lowercase().as_str() {
+            "cifar10" | "cifar-10" => Some(([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616])),
+            "imagenet" => Some(([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])),
+            _ => None,
+        }
+    }
+
     /// Only the [0, 1] scaling (`ToTensor()` alone) for `channels` channels.
     pub fn unit(channels: usize) -> Self {
         Self {
@@ -102,6 +119,42 @@ impl Normalize {
         }
         Ok(())
     }
+}
+
+/// Writes `sample`'s u8 pixels into `out` as CHW (`nhwc = false`) or HWC
+/// (`nhwc = true`), without normalising (for normalisation on the device):
+/// a straight copy when the sample's layout is the one asked for, one
+/// (de-)interleaving pass otherwise. `out` must hold `sample.shape.len()`
+/// bytes.
+pub fn write_u8(sample: SampleView<'_>, out: &mut [u8], nhwc: bool) -> Result<(), Error> {
+    sample.validate()?;
+    if out.len() != sample.pixels.len() {
+        return Err(Error::OutputSize {
+            expected: sample.pixels.len(),
+            got: out.len(),
+        });
+    }
+    let c = sample.shape.channels as usize;
+    let plane = sample.shape.height as usize * sample.shape.width as usize;
+    match (sample.layout, nhwc) {
+        (Layout::Planar, false) | (Layout::Interleaved, true) => out.copy_from_slice(sample.pixels),
+        _ if c == 0 || plane == 0 => {}
+        (Layout::Interleaved, false) => {
+            for (ch, dst) in out.chunks_exact_mut(plane).enumerate() {
+                for (d, px) in dst.iter_mut().zip(sample.pixels.chunks_exact(c)) {
+                    *d = px[ch];
+                }
+            }
+        }
+        (Layout::Planar, true) => {
+            for (ch, src) in sample.pixels.chunks_exact(plane).enumerate() {
+                for (px, &v) in out.chunks_exact_mut(c).zip(src) {
+                    px[ch] = v;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// De-interleaves RGB into three normalised planes, 16 pixels at a time:

@@ -141,6 +141,15 @@ impl Sample {
         check_len(&self.pixels, self.shape)
     }
 
+    /// Makes this sample a copy of `view`, reusing the pixel buffer.
+    pub fn copy_from(&mut self, view: SampleView<'_>) {
+        self.pixels.clear();
+        self.pixels.extend_from_slice(view.pixels);
+        self.shape = view.shape;
+        self.layout = view.layout;
+        self.label = view.label;
+    }
+
     /// The pixels in HWC order (a copy only when the sample is planar).
     pub fn hwc_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
         match self.layout {

@@ -4,7 +4,7 @@
 //! beyond capacity), so a worker that keeps both alive allocates nothing per
 //! sample once the buffers have grown.
 
-use crate::{Error, Layout, Sample, Shape};
+use crate::{Error, Layout, Sample, SampleRng, Shape};
 use fast_image_resize as fr;
 use std::fmt;
 
@@ -14,7 +14,11 @@ pub struct Scratch {
     /// A spare pixel buffer (swapped with the sample's when a transform
     /// cannot work in place).
     pub bytes: Vec<u8>,
-    resizer: Option<fr::Resizer>,
+    /// The random stream of the sample being transformed, seeded by the
+    /// caller before each sample (the loader: from seed, epoch and the
+    /// sample's draw key). Random steps draw from it in pipeline order.
+    pub rng: SampleRng,
+    pub(crate) resizer: Option<fr::Resizer>,
 }
 
 impl fmt::Debug for Scratch {
@@ -30,7 +34,10 @@ pub trait Transform: Send + Sync + fmt::Debug {
     /// Applies the step to `sample` in place, using `scratch` as needed.
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error>;
 
-    /// The shape a sample of shape `input` has after this step.
+    /// The shape a sample of shape `input` has after this step. An input
+    /// of height and width 0 means "size not known in advance" (an image
+    /// folder of mixed sizes); a step that fixes the size (a crop, a resize
+    /// to W×H) answers it, the others pass it on.
     fn output_shape(&self, input: Shape) -> Result<Shape, Error>;
 }
 
@@ -142,7 +149,9 @@ impl Transform for Crop {
         Ok(())
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
-        self.0.check(input)?;
+        if input.height > 0 && input.width > 0 {
+            self.0.check(input)?;
+        }
         Ok(Shape::new(
             self.0.bottom - self.0.top,
             self.0.right - self.0.left,
@@ -277,7 +286,7 @@ impl Resize {
     }
 }
 
-fn pixel_type(channels: u32) -> Result<fr::PixelType, Error> {
+pub(crate) fn pixel_type(channels: u32) -> Result<fr::PixelType, Error> {
     Ok(match channels {
         1 => fr::PixelType::U8,
         2 => fr::PixelType::U8x2,

@@ -8,7 +8,7 @@
 use crate::image_io::{read_file, read_rgb_into};
 use crate::{FormatError, encode_jpeg, write_atomically};
 use adapt_dataset::{
-    Crop, CropBox, Dataset, Encoded, Error, FixedSteps, Sample, Scratch, Shape, Transform,
+    Crop, CropBox, Dataset, Encoded, Error, FixedSteps, Read, Sample, Scratch, Shape, Transform,
     check_index,
 };
 use std::collections::HashSet;
@@ -153,10 +153,7 @@ impl Dataset for CelebA {
     fn len(&self) -> usize {
         self.entries.len()
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        adapt_dataset::get_via_into(self, index)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         let path = self.image_path(index)?;
         read_rgb_into(&path, out)?;
         if let Some(crop) = &self.crop {
@@ -165,7 +162,7 @@ impl Dataset for CelebA {
                 .map_err(|source| FormatError::Transform { path, source })?;
         }
         out.label = self.entries[index].label;
-        Ok(())
+        Ok(Read::Filled)
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
         let read = || -> Result<Encoded, Error> {

@@ -7,7 +7,7 @@
 //! is a 3 KiB copy out of the page cache, with no syscall.
 
 use crate::{FormatError, write_atomically};
-use adapt_dataset::{Dataset, Error, Layout, Sample, SampleView, Shape, check_index};
+use adapt_dataset::{Dataset, Error, Layout, Read, Sample, SampleView, Shape, check_index};
 use memmap2::Mmap;
 use std::path::{Path, PathBuf};
 
@@ -182,20 +182,10 @@ impl Dataset for Cifar10 {
     fn len(&self) -> usize {
         self.ends.last().copied().unwrap_or(0)
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        adapt_dataset::get_via_into(self, index)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
-        let (label, image) = self.record(index)?;
-        out.pixels.clear();
-        out.pixels.extend_from_slice(image);
-        out.shape = SHAPE;
-        out.layout = Layout::Planar;
-        out.label = i64::from(label);
-        Ok(())
-    }
-    fn view(&self, index: usize) -> Option<Result<SampleView<'_>, Error>> {
-        Some(self.record(index).map(|(label, pixels)| SampleView {
+    fn read<'a>(&'a self, index: usize, _buf: &mut Sample) -> Result<Read<'a>, Error> {
+        // Lent from the memory map: the loader collates straight from it.
+        let (label, pixels) = self.record(index)?;
+        Ok(Read::Lent(SampleView {
             pixels,
             shape: SHAPE,
             layout: Layout::Planar,

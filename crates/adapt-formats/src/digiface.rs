@@ -6,7 +6,7 @@
 
 use crate::image_io::{read_file, read_rgb_into};
 use crate::{FormatError, encode_png, write_atomically};
-use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Sample, Shape, check_index};
+use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Read, Sample, Shape, check_index};
 use std::path::{Path, PathBuf};
 
 /// Side of a DigiFace1M image.
@@ -124,10 +124,7 @@ impl Dataset for DigiFace {
     fn len(&self) -> usize {
         self.entries.len()
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        adapt_dataset::get_via_into(self, index)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         let path = self.image_path(index)?;
         read_rgb_into(path, out)?;
         let expected = Shape::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE, 3);
@@ -140,7 +137,7 @@ impl Dataset for DigiFace {
             .into());
         }
         out.label = self.entries[index].label;
-        Ok(())
+        Ok(Read::Filled)
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
         let read = || -> Result<Encoded, Error> {

@@ -5,7 +5,7 @@
 
 use crate::FormatError;
 use crate::image_io::{read_file, read_rgb_into};
-use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Sample, check_index};
+use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Read, Sample, check_index};
 use std::path::{Path, PathBuf};
 
 /// Extensions read (compared without case).
@@ -84,15 +84,12 @@ impl Dataset for ImageFolder {
     fn len(&self) -> usize {
         self.entries.len()
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        adapt_dataset::get_via_into(self, index)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         check_index(index, self.entries.len())?;
         let (path, label) = &self.entries[index];
         read_rgb_into(path, out)?;
         out.label = *label;
-        Ok(())
+        Ok(Read::Filled)
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
         let read = || -> Result<Encoded, Error> {

@@ -1,15 +1,17 @@
-use crate::HostBuffer;
 use crate::pool::{BatchPool, Storage};
+use crate::{HostBuffer, OutputFormat};
 use adapt_dataset::Shape;
 use std::fmt;
 use std::sync::Arc;
 
-/// One batch: f32 data `[B, C, H, W]`, labels and the dataset indices it
-/// holds, in sampler order. Dropping it returns its buffer to the pool.
+/// One batch: data (f32 `[B, C, H, W]`, or u8 `[B, C, H, W]` / `[B, H, W,
+/// C]`, by the [`OutputFormat`]), labels and the dataset indices it holds, in
+/// sampler order. Dropping it returns its buffer to the pool.
 pub struct Batch {
     pub(crate) epoch: u64,
     pub(crate) number: usize,
     pub(crate) shape: Shape,
+    pub(crate) output: OutputFormat,
     pub(crate) skipped: usize,
     pub(crate) storage: Option<Storage>,
     pub(crate) pool: Arc<BatchPool>,
@@ -43,19 +45,42 @@ impl Batch {
         self.len() == 0
     }
 
-    /// `[B, C, H, W]`.
+    /// `[B, C, H, W]`, or `[B, H, W, C]` for [`OutputFormat::U8Nhwc`].
     pub fn shape(&self) -> [usize; 4] {
-        [
-            self.len(),
+        let (c, h, w) = (
             self.shape.channels as usize,
             self.shape.height as usize,
             self.shape.width as usize,
-        ]
+        );
+        match self.output {
+            OutputFormat::U8Nhwc => [self.len(), h, w, c],
+            _ => [self.len(), c, h, w],
+        }
     }
 
-    /// The normalised data, `B × C × H × W` values.
-    pub fn data(&self) -> &[f32] {
-        &self.storage().data.as_slice()[..self.len() * self.shape.len()]
+    /// The value type and layout.
+    pub fn output(&self) -> OutputFormat {
+        self.output
+    }
+
+    /// The batch's bytes (`B × C × H × W` values of the output type, native
+    /// byte order).
+    pub fn bytes(&self) -> &[u8] {
+        let n = self.len() * self.shape.len() * self.output.bytes_per_value();
+        &self.storage().data.as_bytes()[..n]
+    }
+
+    /// The normalised f32 values, for f32 output; `None` for u8 output.
+    pub fn f32s(&self) -> Option<&[f32]> {
+        // The pool checked the buffer's 4-byte alignment at allocation.
+        (!self.output.is_u8())
+            .then(|| bytemuck::try_cast_slice(self.bytes()).ok())
+            .flatten()
+    }
+
+    /// The u8 values, for u8 output; `None` for f32 output.
+    pub fn u8s(&self) -> Option<&[u8]> {
+        self.output.is_u8().then(|| self.bytes())
     }
 
     /// Labels, one per sample.
@@ -74,7 +99,9 @@ impl Batch {
     }
 
     /// The buffer the worker collated into (pinned or not), for a transfer
-    /// engine. Its first `data().len()` values are the batch.
+    /// engine. Its first `bytes().len()` bytes are the batch; the rest (a
+    /// short last batch's tail) holds older batches' bytes or zeros, never
+    /// uninitialised memory.
     pub fn host_buffer(&self) -> &dyn HostBuffer {
         &*self.storage().data
     }

@@ -22,6 +22,62 @@ pub trait Sampler: Send + Sync + std::fmt::Debug {
     fn order(&self, len: usize, epoch: u64) -> Vec<usize>;
 }
 
+/// What a batch holds: the loader's output type and layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OutputFormat {
+    /// f32, `[B, C, H, W]`, normalised (torchvision's `ToTensor()` then
+    /// `Normalize`).
+    #[default]
+    F32Nchw,
+    /// u8, `[B, C, H, W]`, not normalised: a quarter of the bytes to copy,
+    /// normalisation left to the device.
+    U8Nchw,
+    /// u8, `[B, H, W, C]`, not normalised (channels-last).
+    U8Nhwc,
+}
+
+impl OutputFormat {
+    /// Bytes per value: 4 for f32, 1 for u8.
+    pub fn bytes_per_value(self) -> usize {
+        match self {
+            OutputFormat::F32Nchw => 4,
+            OutputFormat::U8Nchw | OutputFormat::U8Nhwc => 1,
+        }
+    }
+
+    /// Whether values are u8.
+    pub fn is_u8(self) -> bool {
+        self != OutputFormat::F32Nchw
+    }
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::F32Nchw => "f32",
+            OutputFormat::U8Nchw => "u8",
+            OutputFormat::U8Nhwc => "u8-nhwc",
+        }
+    }
+}
+
+impl std::fmt::Display for OutputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "f32" | "f32-nchw" | "float32" => Ok(OutputFormat::F32Nchw),
+            "u8" | "u8-nchw" | "uint8" => Ok(OutputFormat::U8Nchw),
+            "u8-nhwc" | "uint8-nhwc" => Ok(OutputFormat::U8Nhwc),
+            _ => Err(format!("unknown output {s:?}; expected f32, u8 or u8-nhwc")),
+        }
+    }
+}
+
 /// One rank of a distributed run, with PyTorch `DistributedSampler`
 /// semantics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +98,8 @@ pub struct LoaderConfig {
     /// Drop the last incomplete batch (and, when distributed, trim the
     /// dataset to a multiple of the world size instead of padding it).
     pub drop_last: bool,
-    /// Seed of the shuffle.
+    /// Seed of the shuffle and of every random transform: sample `i`'s
+    /// draws in epoch `e` come from (seed, e, the dataset's draw key of `i`).
     pub seed: u64,
     /// Split the epoch across ranks.
     pub distributed: Option<Distributed>,
@@ -64,8 +121,11 @@ pub struct LoaderConfig {
     pub on_error: ErrorPolicy,
     /// Applied to each decoded sample before collation.
     pub transform: Option<Arc<dyn Transform>>,
-    /// Mean/std normalisation; `None` only scales to [0, 1].
+    /// Mean/std normalisation; `None` only scales to [0, 1] (f32 output)
+    /// or leaves the bytes as they are (u8 output, which refuses one).
     pub normalize: Option<Normalize>,
+    /// The batches' value type and layout.
+    pub output: OutputFormat,
 }
 
 impl Default for LoaderConfig {
@@ -85,6 +145,7 @@ impl Default for LoaderConfig {
             on_error: ErrorPolicy::Fail,
             transform: None,
             normalize: None,
+            output: OutputFormat::F32Nchw,
         }
     }
 }

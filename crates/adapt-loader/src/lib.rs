@@ -23,16 +23,17 @@
 //!   joins its workers.
 //!
 //! ```
-//! use adapt_dataset::{Dataset, Sample, Error};
+//! use adapt_dataset::{Dataset, Sample, Error, Read};
 //! use adapt_loader::{Loader, LoaderConfig};
 //! use std::sync::Arc;
 //!
 //! struct Tiny;
 //! impl Dataset for Tiny {
 //!     fn len(&self) -> usize { 10 }
-//!     fn get(&self, i: usize) -> Result<Sample, Error> {
+//!     fn read<'a>(&'a self, i: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
 //!         adapt_dataset::check_index(i, 10)?;
-//!         Sample::hwc(vec![i as u8; 12], 2, 2, 3, i as i64)
+//!         *buf = Sample::hwc(vec![i as u8; 12], 2, 2, 3, i as i64)?;
+//!         Ok(Read::Filled)
 //!     }
 //!     fn sample_shape(&self) -> Option<adapt_dataset::Shape> { Some(adapt_dataset::Shape::new(2, 2, 3)) }
 //! }
@@ -52,10 +53,10 @@ mod sampler;
 mod worker;
 
 pub use batch::Batch;
-pub use config::{Distributed, ErrorPolicy, LoaderConfig, Sampler};
+pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::Epoch;
 pub use error::LoaderError;
-pub use pool::{BufferProvider, HeapBuffers, HostBuffer};
+pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use sampler::epoch_order;
 
 use adapt_dataset::{Dataset, Normalize, Shape, Transform};
@@ -93,7 +94,13 @@ impl Loader {
             Some(n) => n.clone(),
             None => Normalize::unit(shape.channels as usize),
         };
-        if normalize.channels() != shape.channels as usize {
+        if config.output.is_u8() && config.normalize.is_some() {
+            return Err(LoaderError::InvalidConfig(
+                "u8 output is not normalised: normalise on the device, or ask for f32 output"
+                    .into(),
+            ));
+        }
+        if !config.output.is_u8() && normalize.channels() != shape.channels as usize {
             return Err(LoaderError::InvalidConfig(format!(
                 "normalisation has {} channels, samples have {}",
                 normalize.channels(),
@@ -106,7 +113,7 @@ impl Loader {
         };
         let pool = BatchPool::new(
             provider,
-            config.batch_size * shape.len(),
+            batch_bytes(&config, shape)?,
             config.batch_size,
             config.max_in_flight() + 1,
         );
@@ -115,6 +122,8 @@ impl Loader {
             transform: config.transform.clone(),
             normalize,
             shape,
+            output: config.output,
+            seed: config.seed,
             pool,
             policy: config.on_error,
             spin: {
@@ -169,9 +178,9 @@ impl Loader {
         }
     }
 
-    /// Bytes of one full batch's f32 data.
+    /// Bytes of one full batch's data (f32 or u8, by the output format).
     pub fn batch_bytes(&self) -> usize {
-        self.config.batch_size * self.ctx.shape.len() * std::mem::size_of::<f32>()
+        self.ctx.pool.bytes()
     }
 
     /// Worker threads alive now: 0 without workers, after an epoch of
@@ -187,19 +196,46 @@ impl Loader {
     }
 }
 
+/// Bytes of one full batch, with overflow-safe arithmetic.
+fn batch_bytes(config: &LoaderConfig, shape: Shape) -> Result<usize, LoaderError> {
+    config
+        .batch_size
+        .checked_mul(shape.len())
+        .and_then(|n| n.checked_mul(config.output.bytes_per_value()))
+        .filter(|&n| n <= isize::MAX as usize / 2)
+        .ok_or_else(|| {
+            LoaderError::InvalidConfig(format!(
+                "a batch of {} samples of {shape} does not fit in memory",
+                config.batch_size
+            ))
+        })
+}
+
 fn sample_shape(
     dataset: &dyn Dataset,
     transform: Option<&dyn Transform>,
 ) -> Result<Shape, LoaderError> {
-    let shape = dataset.sample_shape().ok_or_else(|| {
-        LoaderError::InvalidConfig(
-            "the dataset's samples have no fixed shape: add a Resize transform".into(),
-        )
-    })?;
-    match transform {
+    // Readers of images of mixed sizes produce RGB: the size is then left
+    // to the transform to fix.
+    let shape = match (dataset.sample_shape(), transform) {
+        (Some(s), _) => s,
+        (None, Some(_)) => Shape::new(0, 0, 3),
+        (None, None) => {
+            return Err(LoaderError::InvalidConfig(
+                "the dataset's samples have no fixed shape: add a resize or crop".into(),
+            ));
+        }
+    };
+    let shape = match transform {
         Some(t) => t
             .output_shape(shape)
-            .map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}"))),
-        None => Ok(shape),
+            .map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}")))?,
+        None => shape,
+    };
+    if shape.height == 0 || shape.width == 0 {
+        return Err(LoaderError::InvalidConfig(
+            "the samples' size is not fixed: add a resize or crop to a fixed size".into(),
+        ));
     }
+    Ok(shape)
 }

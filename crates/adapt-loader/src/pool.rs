@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Host memory holding one batch's f32 data.
+/// Host memory holding one batch's data (f32 or u8 values, by the loader's
+/// [`OutputFormat`](crate::OutputFormat)), seen as bytes. The memory must be
+/// aligned to 4 bytes so f32 batches can be read in place.
 pub trait HostBuffer: Send + Sync {
-    /// The values.
-    fn as_slice(&self) -> &[f32];
-    /// The values, for a worker to collate into.
-    fn as_mut_slice(&mut self) -> &mut [f32];
+    /// The bytes.
+    fn as_bytes(&self) -> &[u8];
+    /// The bytes, for a worker to collate into.
+    fn as_bytes_mut(&mut self) -> &mut [u8];
     /// Whether the memory is page-locked.
     fn is_pinned(&self) -> bool {
         false
@@ -22,12 +24,30 @@ pub trait HostBuffer: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 }
 
-impl HostBuffer for Vec<f32> {
-    fn as_slice(&self) -> &[f32] {
-        self
+/// Heap memory of a byte length, aligned for f32 (it is a `Vec<f32>`
+/// underneath), zeroed at allocation so no byte is ever read uninitialised.
+#[derive(Clone, Debug)]
+pub struct AlignedBytes {
+    words: Vec<f32>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> Self {
+        Self {
+            words: vec![0.0; len.div_ceil(4)],
+            len,
+        }
     }
-    fn as_mut_slice(&mut self) -> &mut [f32] {
-        self
+}
+
+impl HostBuffer for AlignedBytes {
+    fn as_bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.words)[..self.len]
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -37,8 +57,8 @@ impl HostBuffer for Vec<f32> {
 /// Where batch buffers come from. The loader asks rarely (the pool recycles);
 /// a pinned-memory provider lives in the transfer crate.
 pub trait BufferProvider: Send + Sync {
-    /// A buffer of `len` f32 values.
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBuffer>, LoaderError>;
+    /// A buffer of `bytes` bytes, aligned to 4.
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>, LoaderError>;
 }
 
 /// Ordinary (pageable) heap memory.
@@ -46,8 +66,8 @@ pub trait BufferProvider: Send + Sync {
 pub struct HeapBuffers;
 
 impl BufferProvider for HeapBuffers {
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
-        Ok(Box::new(vec![0.0f32; len]))
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
+        Ok(Box::new(AlignedBytes::zeroed(bytes)))
     }
 }
 
@@ -63,7 +83,7 @@ pub(crate) struct Storage {
 /// `retain` free buffers, the in-flight bound plus the consumer's one.
 pub(crate) struct BatchPool {
     provider: Arc<dyn BufferProvider>,
-    values: usize,
+    bytes: usize,
     batch_size: usize,
     retain: usize,
     free: Mutex<Vec<Storage>>,
@@ -73,13 +93,13 @@ pub(crate) struct BatchPool {
 impl BatchPool {
     pub(crate) fn new(
         provider: Arc<dyn BufferProvider>,
-        values: usize,
+        bytes: usize,
         batch_size: usize,
         retain: usize,
     ) -> Arc<Self> {
         Arc::new(Self {
             provider,
-            values,
+            bytes,
             batch_size,
             retain,
             free: Mutex::new(Vec::new()),
@@ -93,11 +113,17 @@ impl BatchPool {
             s.indices.clear();
             return Ok(s);
         }
-        let data = self.provider.allocate(self.values)?;
-        if data.as_slice().len() != self.values {
+        let data = self.provider.allocate(self.bytes)?;
+        let got = data.as_bytes();
+        if got.len() != self.bytes || !(got.as_ptr() as usize).is_multiple_of(4) {
             return Err(LoaderError::Buffer {
-                bytes: self.values * 4,
-                message: format!("provider returned {} values", data.as_slice().len()),
+                bytes: self.bytes,
+                message: format!(
+                    "provider returned {} bytes at {:p} (needs {} bytes aligned to 4)",
+                    got.len(),
+                    got.as_ptr(),
+                    self.bytes
+                ),
             });
         }
         self.allocated.fetch_add(1, Ordering::Relaxed);
@@ -116,6 +142,10 @@ impl BatchPool {
             // Over the retention bound: free it, and count it as gone.
             self.allocated.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 
     pub(crate) fn allocated(&self) -> usize {

@@ -1,8 +1,8 @@
 //! Building a batch, and the worker threads that do it.
 
 use crate::pool::BatchPool;
-use crate::{Batch, ErrorPolicy, LoaderError};
-use adapt_dataset::{Dataset, Normalize, Sample, Scratch, Shape, Transform};
+use crate::{Batch, ErrorPolicy, LoaderError, OutputFormat};
+use adapt_dataset::{Dataset, Normalize, Read, Sample, SampleRng, Scratch, Shape, Transform};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -15,6 +15,9 @@ pub(crate) struct Context {
     pub(crate) transform: Option<Arc<dyn Transform>>,
     pub(crate) normalize: Normalize,
     pub(crate) shape: Shape,
+    pub(crate) output: OutputFormat,
+    /// Seed of the random transforms.
+    pub(crate) seed: u64,
     pub(crate) pool: Arc<BatchPool>,
     pub(crate) policy: ErrorPolicy,
     /// How long threads poll a channel before sleeping (zero when the
@@ -95,7 +98,7 @@ fn build_inner(
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Batch, LoaderError> {
     let mut storage = ctx.pool.take()?;
-    let per = ctx.shape.len();
+    let per = ctx.shape.len() * ctx.output.bytes_per_value();
     let mut skipped = 0;
     let mut batch = |storage: &mut crate::pool::Storage| -> Result<(), LoaderError> {
         for &index in &task.order[task.start..task.end] {
@@ -110,8 +113,8 @@ fn build_inner(
                 source,
             };
             let j = storage.labels.len();
-            let out = &mut storage.data.as_mut_slice()[j * per..(j + 1) * per];
-            let label = match read_one(ctx, state, index, out) {
+            let out = &mut storage.data.as_bytes_mut()[j * per..(j + 1) * per];
+            let label = match read_one(ctx, state, task.epoch, index, out) {
                 Ok(label) => label,
                 Err(e) => match ctx.policy {
                     ErrorPolicy::Fail => return Err(fail(e)),
@@ -131,6 +134,7 @@ fn build_inner(
         epoch: task.epoch,
         number: task.number,
         shape: ctx.shape,
+        output: ctx.output,
         skipped,
         storage: Some(storage),
         pool: Arc::clone(&ctx.pool),
@@ -139,14 +143,16 @@ fn build_inner(
     result.map(|()| built)
 }
 
-/// Reads sample `index` and normalises it into `out`; returns its label.
-/// Without a transform, a format that can lend its pixels (`Dataset::view`)
-/// is normalised straight from them: one copy per byte, into the batch.
+/// Reads sample `index` (of `epoch`), transforms it and collates it into
+/// `out`, the sample's bytes in the batch; returns its label. Without a
+/// transform, a sample the format lends (CIFAR-10's mapped records) is
+/// collated straight from where it lives: one copy per byte, into the batch.
 fn read_one(
     ctx: &Context,
     state: &mut WorkerState,
+    epoch: u64,
     index: usize,
-    out: &mut [f32],
+    out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
     let check = |shape: adapt_dataset::Shape, got: usize| {
         if shape == ctx.shape {
@@ -159,21 +165,33 @@ fn read_one(
             })
         }
     };
-    if ctx.transform.is_none()
-        && let Some(view) = ctx.dataset.view(index)
-    {
-        let view = view?;
-        check(view.shape, view.pixels.len())?;
-        ctx.normalize.write_chw(view, out)?;
-        return Ok(view.label);
+    let read = ctx.dataset.read(index, &mut state.sample)?;
+    let view = match (&ctx.transform, read) {
+        (None, read) => read.view(&state.sample),
+        (Some(t), read) => {
+            if let Read::Lent(v) = read {
+                state.sample.copy_from(v);
+            }
+            // The draws depend only on (seed, epoch, sample): never on the
+            // worker, the batch or the rank.
+            state.scratch.rng = SampleRng::new(ctx.seed, epoch, ctx.dataset.draw_key(index));
+            t.apply(&mut state.sample, &mut state.scratch)?;
+            state.sample.view()
+        }
+    };
+    check(view.shape, view.pixels.len())?;
+    match ctx.output {
+        OutputFormat::F32Nchw => {
+            // The pool's buffers are 4-byte aligned and `per` is a multiple of 4.
+            let floats: &mut [f32] = bytemuck::try_cast_slice_mut(out).map_err(|e| {
+                adapt_dataset::Error::InvalidParameter(format!("batch buffer: {e}"))
+            })?;
+            ctx.normalize.write_chw(view, floats)?;
+        }
+        OutputFormat::U8Nchw => adapt_dataset::write_u8(view, out, false)?,
+        OutputFormat::U8Nhwc => adapt_dataset::write_u8(view, out, true)?,
     }
-    ctx.dataset.get_into(index, &mut state.sample)?;
-    if let Some(t) = &ctx.transform {
-        t.apply(&mut state.sample, &mut state.scratch)?;
-    }
-    check(state.sample.shape, state.sample.pixels.len())?;
-    ctx.normalize.write_chw(state.sample.view(), out)?;
-    Ok(state.sample.label)
+    Ok(view.label)
 }
 
 /// A set of worker threads fed from one task queue.

@@ -4,7 +4,7 @@ use crate::format::{Body, FrameEntry, Record};
 use crate::verify::{open_shard, read_frame};
 use crate::{Manifest, PackError};
 use adapt_dataset::{
-    CropBox, Dataset, Encoded, Error, FixedSteps, Layout, Sample, Shape, check_index,
+    CropBox, Dataset, Encoded, Error, FixedSteps, Layout, Read, Sample, Shape, check_index,
 };
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -174,10 +174,7 @@ impl Dataset for PackDataset {
     fn len(&self) -> usize {
         self.ends.last().copied().unwrap_or(0)
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
-        adapt_dataset::get_via_into(self, index)
-    }
-    fn get_into(&self, index: usize, out: &mut Sample) -> Result<(), Error> {
+    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         self.with_record(index, |rec, name| match &rec.body {
             Body::Raw {
                 height,
@@ -195,7 +192,8 @@ impl Dataset for PackDataset {
                     Layout::Interleaved
                 };
                 out.label = rec.label;
-                out.validate()
+                out.validate()?;
+                Ok(Read::Filled)
             }
             Body::Encoded {
                 bytes,
@@ -206,9 +204,14 @@ impl Dataset for PackDataset {
                 let steps = steps_of(crop, expect);
                 adapt_formats::decode_encoded_into(Path::new(&name()), bytes, steps, out)?;
                 out.label = rec.label;
-                Ok(())
+                Ok(Read::Filled)
             }
         })
+    }
+    fn draw_key(&self, index: usize) -> u64 {
+        // The source's index: a pack augments as the loose files it was
+        // made from.
+        self.origin(index).map_or(index as u64, |o| o as u64)
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
         (self.manifest.store == crate::Store::Encoded)

@@ -3,7 +3,7 @@
 use crate::pinned::{PinnedBuffer, PinnedBuffers};
 use crate::probe::context;
 use crate::{Device, TransferError};
-use adapt_loader::{Batch, BufferProvider, LoaderError};
+use adapt_loader::{Batch, BufferProvider, LoaderError, OutputFormat};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream};
 use std::collections::VecDeque;
@@ -15,7 +15,7 @@ struct Cuda {
     /// tracking, so a pinned buffer's own event is recorded after each copy.
     stream: Arc<CudaStream>,
     /// Device buffers of one batch each, recycled.
-    free: Mutex<Vec<CudaSlice<f32>>>,
+    free: Mutex<Vec<CudaSlice<u8>>>,
 }
 
 /// Copies batches to the device (or, on the host backend, passes them on).
@@ -30,22 +30,25 @@ pub enum DeviceData {
     /// Host backend: the loader's batch itself.
     Host(Batch),
     /// On the device.
-    Cuda(CudaSlice<f32>),
+    Cuda(CudaSlice<u8>),
 }
 
-/// A batch on the device: data `[B, C, H, W]`, labels and sample indices.
+/// A batch on the device: data (bytes of f32 or u8 values, by `output`),
+/// labels and sample indices.
 pub struct DeviceBatch {
     /// The data.
     pub data: DeviceData,
-    /// `[B, C, H, W]`.
+    /// `[B, C, H, W]` (`[B, H, W, C]` for u8-nhwc output).
     pub shape: [usize; 4],
+    /// The value type and layout.
+    pub output: OutputFormat,
     /// Labels.
     pub labels: Vec<i64>,
     /// Dataset indices.
     pub indices: Vec<usize>,
     /// Address of the host buffer the copy read (the worker's own buffer
     /// when pinned: no intermediate copy).
-    pub source: *const f32,
+    pub source: *const u8,
     /// Whether the copy read page-locked memory.
     pub pinned: bool,
     /// Copy time on the GPU's clock, with [`TransferEngine::with_timing`].
@@ -62,21 +65,26 @@ impl DeviceBatch {
         self.shape.iter().product()
     }
 
+    /// Number of bytes of the batch's values.
+    pub fn byte_len(&self) -> usize {
+        self.len() * self.output.bytes_per_value()
+    }
+
     /// `true` for an empty batch.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// The data on the host backend; `None` on a device.
-    pub fn host_data(&self) -> Option<&[f32]> {
+    /// The data's bytes on the host backend; `None` on a device.
+    pub fn host_data(&self) -> Option<&[u8]> {
         match &self.data {
-            DeviceData::Host(b) => Some(b.data()),
+            DeviceData::Host(b) => Some(b.bytes()),
             DeviceData::Cuda(_) => None,
         }
     }
 
-    /// The device buffer (its first `len()` values are the batch).
-    pub fn cuda_slice(&self) -> Option<&CudaSlice<f32>> {
+    /// The device buffer (its first `byte_len()` bytes are the batch).
+    pub fn cuda_slice(&self) -> Option<&CudaSlice<u8>> {
         match &self.data {
             DeviceData::Cuda(s) => Some(s),
             DeviceData::Host(_) => None,
@@ -87,10 +95,10 @@ impl DeviceBatch {
 /// A copy in flight: the host batch is held until its event completes.
 struct InFlight {
     batch: Batch,
-    device: Option<CudaSlice<f32>>,
+    device: Option<CudaSlice<u8>>,
     start: Option<CudaEvent>,
     done: Option<CudaEvent>,
-    source: *const f32,
+    source: *const u8,
     pinned: bool,
 }
 
@@ -142,7 +150,7 @@ impl TransferEngine {
     /// Starts copying `batch` to the device.
     fn submit(&self, batch: Batch) -> Result<InFlight, TransferError> {
         let host = batch.host_buffer();
-        let source = host.as_slice().as_ptr();
+        let source = host.as_bytes().as_ptr();
         let pinned = host.is_pinned();
         let Some(c) = &self.cuda else {
             return Ok(InFlight {
@@ -154,12 +162,12 @@ impl TransferEngine {
                 pinned,
             });
         };
-        let full = host.as_slice().len();
+        let full = host.as_bytes().len();
         let mut dst = match c.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             Some(d) if d.len() == full => d,
             _ => c
                 .stream
-                .alloc_zeros::<f32>(full)
+                .alloc_zeros::<u8>(full)
                 .map_err(TransferError::driver("device alloc"))?,
         };
         let flags = self.timing.then_some(CUevent_flags::CU_EVENT_DEFAULT);
@@ -175,7 +183,7 @@ impl TransferEngine {
             // The worker's own page-locked buffer: an asynchronous DMA.
             Some(p) => c.stream.memcpy_htod(&p.slice, &mut dst),
             // Pageable memory: the driver stages it.
-            None => c.stream.memcpy_htod(batch.data(), &mut dst),
+            None => c.stream.memcpy_htod(host.as_bytes(), &mut dst),
         }
         .map_err(TransferError::driver("copy to device"))?;
         let done = c
@@ -214,8 +222,9 @@ impl TransferEngine {
                 );
             }
         }
-        let (shape, labels, indices) = (
+        let (shape, output, labels, indices) = (
             batch.shape(),
+            batch.output(),
             batch.labels().to_vec(),
             batch.indices().to_vec(),
         );
@@ -229,6 +238,7 @@ impl TransferEngine {
         Ok(DeviceBatch {
             data,
             shape,
+            output,
             labels,
             indices,
             source,
@@ -244,19 +254,22 @@ impl TransferEngine {
         }
     }
 
-    /// Copies a device batch back to the host (for checks).
-    pub fn to_host(&self, batch: &DeviceBatch) -> Result<Vec<f32>, TransferError> {
+    /// Copies a device batch's bytes back to the host (for checks).
+    pub fn to_host(&self, batch: &DeviceBatch) -> Result<Vec<u8>, TransferError> {
         match (&batch.data, &self.cuda) {
-            (DeviceData::Host(b), _) => Ok(b.data().to_vec()),
+            (DeviceData::Host(b), _) => Ok(b.bytes().to_vec()),
             (DeviceData::Cuda(d), Some(c)) => {
                 let mut v = c
                     .stream
                     .clone_dtoh(d)
                     .map_err(TransferError::driver("copy to host"))?;
-                v.truncate(batch.len());
+                v.truncate(batch.byte_len());
                 Ok(v)
             }
-            (DeviceData::Cuda(_), None) => unreachable!("device data only exists with a device"),
+            (DeviceData::Cuda(_), None) => Err(TransferError::Driver {
+                op: "copy to host",
+                message: "a device batch handed to a host-backend engine".into(),
+            }),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Page-locked batch buffers for the loader's buffer seam.
 
-use adapt_loader::{BufferProvider, HostBuffer, LoaderError};
+use adapt_loader::{AlignedBytes, BufferProvider, HostBuffer, LoaderError};
 use cudarc::driver::{CudaContext, PinnedHostSlice};
 use std::any::Any;
 use std::sync::Arc;
@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One page-locked buffer a worker collates into and the engine copies from.
 pub struct PinnedBuffer {
-    pub(crate) slice: PinnedHostSlice<f32>,
-    ptr: *mut f32,
+    pub(crate) slice: PinnedHostSlice<u8>,
+    ptr: *mut u8,
     len: usize,
 }
 
@@ -20,14 +20,14 @@ unsafe impl Send for PinnedBuffer {}
 unsafe impl Sync for PinnedBuffer {}
 
 impl HostBuffer for PinnedBuffer {
-    fn as_slice(&self) -> &[f32] {
+    fn as_bytes(&self) -> &[u8] {
         // SAFETY: `ptr`/`len` describe the live allocation. The engine hands
         // a buffer back to the loader only after its copy has completed, so
         // no DMA reads it while a worker writes it; reading it back is the
         // consumer's and the DMA's shared, read-only use.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
-    fn as_mut_slice(&mut self) -> &mut [f32] {
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as above, and `&mut self` makes this the only access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
@@ -68,21 +68,24 @@ impl BufferProvider for PinnedBuffers {
     fn allocate(&self, len: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
         if self.pinned.fetch_add(1, Ordering::Relaxed) >= self.max {
             self.pinned.fetch_sub(1, Ordering::Relaxed);
-            return Ok(Box::new(vec![0.0f32; len]));
+            return Ok(Box::new(AlignedBytes::zeroed(len)));
         }
         let err = |e: cudarc::driver::DriverError| LoaderError::Buffer {
-            bytes: len * 4,
+            bytes: len,
             message: e.to_string(),
         };
         // Flags 0: ordinary cached pinned memory. cudarc's default,
         // write-combined, is fast for the CPU to write and the GPU to read
         // but makes every CPU read uncached (tens of times slower): a
         // digest, a check or a transform reading the batch back would crawl.
-        // SAFETY: the memory is written by a worker before it is read.
-        let mut slice = unsafe { self.ctx.alloc_pinned_with_flags::<f32>(len, 0) }.map_err(err)?;
+        // SAFETY: zeroed just below, before anything reads it: a short
+        // batch's tail is then old data or zeros, never uninitialised.
+        let mut slice = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(len, 0) }.map_err(err)?;
         // One event sync at allocation; afterwards the engine tracks
         // readiness, so workers make no driver call per batch.
         let ptr = slice.as_mut_ptr().map_err(err)?;
+        // SAFETY: `ptr` addresses `len` bytes of the allocation just made.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
         Ok(Box::new(PinnedBuffer { slice, ptr, len }))
     }
 }

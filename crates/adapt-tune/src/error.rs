@@ -7,6 +7,9 @@ pub enum TuneError {
     /// A dataset could not be opened (the error names the file).
     #[error(transparent)]
     Format(#[from] adapt_formats::FormatError),
+    /// A pipeline description or its data is unusable (names the step or file).
+    #[error(transparent)]
+    Pipeline(#[from] adapt_pipeline::PipelineError),
     /// A pack could not be read or written (the error names shard and frame).
     #[error(transparent)]
     Pack(#[from] adapt_pack::PackError),

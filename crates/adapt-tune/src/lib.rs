@@ -33,7 +33,4 @@ pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay};
 pub use report::{ConfigTime, Report, RunReport, SearchCost};
 pub use space::{Budget, KnobSpace, Knobs};
-pub use tuner::{
-    DatasetChoice, OpenedDataset, Strategy, StreamSampler, TuneOptions, dataset_fingerprint,
-    open_dataset, run, tune_command,
-};
+pub use tuner::{DatasetChoice, Strategy, TuneOptions, run, tune_command};

@@ -7,17 +7,13 @@ use crate::{
     Budget, CommandObjective, ConfigTime, KnobSpace, Knobs, LoaderObjective, Machine, Profile,
     ProfileEntry, ProfileKey, Report, RunReport, SearchCost, TrialSpec, TuneError,
 };
-use adapt_dataset::{Concat, Dataset, Mapped, Normalize, Resize};
-use adapt_formats::{
-    CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
-    ImageFolder, OpenOptions, Split,
-};
-use adapt_loader::LoaderConfig;
-use adapt_pack::{PackDataset, ShardStream};
+use adapt_dataset::Dataset;
+use adapt_loader::{LoaderConfig, OutputFormat};
+use adapt_pipeline::{DatasetSpec, Pipeline, TransformSpec};
 use adapt_search::{
     AvlOptions, Config, NoisePolicy, Objective, Outcome, Trial, avl_search, grid_search,
 };
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Which searches to run.
@@ -74,6 +70,11 @@ pub struct TuneOptions {
     /// Resize every sample to (width, height) after the format's fixed
     /// steps (needed for image folders of mixed sizes).
     pub resize: Option<(u32, u32)>,
+    /// The pipeline's steps; `None` for the dataset's default (its usual
+    /// normalisation).
+    pub transforms: Option<Vec<TransformSpec>>,
+    /// The batches' type and layout.
+    pub output: OutputFormat,
 }
 
 impl Default for TuneOptions {
@@ -96,144 +97,14 @@ impl Default for TuneOptions {
             profile: None,
             retune: false,
             resize: None,
+            transforms: None,
+            output: OutputFormat::F32Nchw,
         }
     }
 }
 
 /// Progress messages (one per trial and per phase).
 pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
-
-/// A dataset opened by format name, with what the command line needs.
-pub struct OpenedDataset {
-    /// The samples.
-    pub dataset: Arc<dyn Dataset>,
-    /// The usual normalisation for this data.
-    pub normalize: Normalize,
-    /// The pack, when the format is `pack` (for origins and streaming).
-    pub pack: Option<Arc<PackDataset>>,
-    /// Class names, when the format has them.
-    pub class_names: Option<Vec<String>>,
-}
-
-impl OpenedDataset {
-    /// The same data resized to `width` × `height` (bilinear) after the
-    /// format's fixed steps: what a folder of images of many sizes needs
-    /// before it can be batched.
-    pub fn resized(mut self, width: u32, height: u32) -> Result<Self, TuneError> {
-        let resize =
-            Resize::new(width, height).map_err(|e| TuneError::InvalidOption(e.to_string()))?;
-        // Every reader produces RGB, so the resized shape is known even when
-        // the source's sizes differ.
-        let shape = adapt_dataset::Shape::new(height, width, 3);
-        self.dataset = Arc::new(Mapped::new(self.dataset, resize).with_shape(shape));
-        Ok(self)
-    }
-}
-
-/// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
-/// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
-/// labels offset past CelebA's —, `imagefolder`, `pack`).
-pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, TuneError> {
-    if !path.exists() {
-        return Err(TuneError::InvalidOption(format!(
-            "dataset path {} does not exist",
-            path.display()
-        )));
-    }
-    let plain = |dataset: Arc<dyn Dataset>, k: DatasetKind| OpenedDataset {
-        dataset,
-        normalize: k.default_normalize(),
-        pack: None,
-        class_names: None,
-    };
-    match kind.to_ascii_lowercase().as_str() {
-        "celeba+digiface" => {
-            let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
-            let offset = celeba.num_classes().unwrap_or(0) as i64;
-            let digi = DigiFace::open(
-                &path.join("digiface"),
-                DigiFaceOptions {
-                    class_offset: offset,
-                },
-            )?;
-            // CelebA's crop is 128×128, DigiFace's images 112×112: resize
-            // CelebA to 112×112 (bilinear) so the two batch together.
-            let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
-                .map_err(|e| TuneError::InvalidOption(e.to_string()))?;
-            let parts: Vec<Arc<dyn Dataset>> =
-                vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];
-            Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
-        }
-        "pack" => {
-            let pack = Arc::new(PackDataset::open(path)?);
-            let m = pack.manifest();
-            let normalize = match m.source_dataset.parse::<DatasetKind>() {
-                Ok(k) => k.default_normalize(),
-                Err(_) => DatasetKind::CelebA.default_normalize(),
-            };
-            let class_names = m.class_names.clone();
-            Ok(OpenedDataset {
-                dataset: Arc::clone(&pack) as Arc<dyn Dataset>,
-                normalize,
-                pack: Some(pack),
-                class_names,
-            })
-        }
-        "cifar10" => {
-            let c = Cifar10::open(path, split)?;
-            let names = c.classes().to_vec();
-            Ok(OpenedDataset {
-                class_names: Some(names),
-                ..plain(Arc::new(c), DatasetKind::Cifar10)
-            })
-        }
-        "imagefolder" => {
-            let f = ImageFolder::open(path)?;
-            let names = f.classes().to_vec();
-            Ok(OpenedDataset {
-                class_names: Some(names),
-                ..plain(Arc::new(f), DatasetKind::ImageFolder)
-            })
-        }
-        other => {
-            let k: DatasetKind = other.parse().map_err(|e: adapt_formats::UnknownDataset| {
-                TuneError::InvalidOption(format!("{e} (or celeba+digiface, pack)"))
-            })?;
-            Ok(plain(
-                adapt_formats::open(k, path, &OpenOptions::default())?,
-                k,
-            ))
-        }
-    }
-}
-
-/// Glue: a pack's shard-streaming order as a loader sampler.
-#[derive(Debug)]
-pub struct StreamSampler(pub ShardStream);
-
-impl adapt_loader::Sampler for StreamSampler {
-    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
-        self.0.order(epoch)
-    }
-}
-
-/// A short, stable identity of a dataset: format, canonical path, length,
-/// sample shape and where its first and last samples come from.
-pub fn dataset_fingerprint(kind: &str, path: &Path, ds: &dyn Dataset) -> String {
-    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
-    let text = format!(
-        "{kind}|{}|{}|{:?}|{}|{}",
-        path.display(),
-        ds.len(),
-        ds.sample_shape(),
-        ds.source(0),
-        ds.source(ds.len().saturating_sub(1))
-    );
-    let h = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    format!("{kind}-{}-{h:016x}", ds.len())
-}
 
 fn check_options(options: &TuneOptions) -> Result<(), TuneError> {
     if options.batch_sizes.is_empty() || options.batch_sizes.contains(&0) {
@@ -272,18 +143,17 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         }
         DatasetChoice::Named { kind, path } => (kind.clone(), path.clone()),
     };
-    let mut opened = open_dataset(&kind, &path, Split::Train)?;
-    if let Some((w, h)) = options.resize {
-        opened = opened.resized(w, h)?;
-    }
-    let OpenedDataset {
-        dataset, normalize, ..
-    } = opened;
-    let shape = dataset.sample_shape().ok_or_else(|| {
-        TuneError::InvalidOption(
-            "the dataset's samples have no fixed size; tune it after a Resize".into(),
-        )
-    })?;
+    let pipeline = Pipeline {
+        dataset: DatasetSpec {
+            resize: options.resize,
+            ..DatasetSpec::new(kind.clone(), path.clone())
+        },
+        transforms: options.transforms.clone(),
+        output: options.output,
+    };
+    let built = pipeline.build()?;
+    let dataset = built.dataset();
+    let shape = built.sample_shape;
     let machine = Machine::detect();
     let space = KnobSpace::for_machine(&machine);
     // With a GPU, trials include the copy to device 0 (pin_memory then matters).
@@ -294,7 +164,8 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         )),
         None => None,
     };
-    let fingerprint = dataset_fingerprint(&kind, &path, &*dataset);
+    // A profile entry belongs to the data, the steps and the output type.
+    let fingerprint = built.identity();
     let mut profile = match &options.profile {
         Some(p) => Some(Profile::load(p)?),
         None => None,
@@ -312,16 +183,15 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
     }
     let mut runs = Vec::new();
     for &batch_size in &options.batch_sizes {
-        let base = LoaderConfig {
+        let base = built.loader_config(LoaderConfig {
             batch_size,
             shuffle: true,
             seed: options.trial.seed,
-            normalize: Some(normalize.clone()),
             ..LoaderConfig::default()
-        };
+        });
         let budget = Budget {
             bytes: budget_bytes,
-            batch_bytes: (batch_size * shape.len() * 4) as u64,
+            batch_bytes: (batch_size * shape.len() * options.output.bytes_per_value()) as u64,
         };
         let saved = match (&profile, options.retune) {
             (Some(p), false) => p
@@ -371,7 +241,8 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         "path": path.display().to_string(),
         "samples": dataset.len(),
         "shape": [shape.height, shape.width, shape.channels],
-        "fingerprint": fingerprint,
+        "fingerprint": built.fingerprint,
+        "pipeline": built.describe(&pipeline),
     });
     Ok(Report {
         machine,

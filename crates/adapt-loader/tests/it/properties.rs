@@ -49,7 +49,7 @@ proptest! {
         prop_assert_eq!(seen.len(), expected_len);
         for b in &got.0 {
             prop_assert!(b.2.len() == config.batch_size || (!config.drop_last && b.2.len() < config.batch_size));
-            prop_assert_eq!(b.0.len(), b.2.len() * SHAPE.len());
+            prop_assert_eq!(b.0.len(), b.2.len() * SHAPE.len() * 4, "f32 bytes");
         }
         seen.sort_unstable();
         seen.dedup();

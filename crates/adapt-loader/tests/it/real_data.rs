@@ -33,7 +33,7 @@ fn cifar10_batches_are_normalised_chw_of_the_records() {
     assert_eq!(b.shape(), [16, 3, 32, 32]);
     let (label, planar) = ds.record(b.indices()[3]).unwrap();
     assert_eq!(b.labels()[3], i64::from(label));
-    let sample = &b.data()[3 * 3072..4 * 3072];
+    let sample = &b.f32s().unwrap()[3 * 3072..4 * 3072];
     for k in [0, 1500, 3071] {
         let want = (f32::from(planar[k]) / 255.0 - 0.5) / 0.25;
         assert!(
@@ -66,10 +66,10 @@ fn celeba_through_workers_matches_inline() {
         let mut l = Loader::new(Arc::clone(&ds), config).unwrap();
         l.epoch(3)
             .unwrap()
-            .map(|b| b.unwrap().data().to_vec())
+            .map(|b| b.unwrap().bytes().to_vec())
             .collect::<Vec<_>>()
     };
     let inline = run(0);
-    assert_eq!(inline[0].len(), 5 * 3 * 128 * 128);
+    assert_eq!(inline[0].len(), 5 * 3 * 128 * 128 * 4, "f32 bytes");
     assert_eq!(run(2), inline);
 }

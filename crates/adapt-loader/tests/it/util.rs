@@ -1,4 +1,4 @@
-use adapt_dataset::{Dataset, Error, Sample, Shape};
+use adapt_dataset::{Dataset, Error, Read, Sample, Shape};
 use adapt_loader::{BufferProvider, HostBuffer, Loader, LoaderConfig, LoaderError};
 use std::any::Any;
 use std::collections::HashSet;
@@ -35,7 +35,7 @@ impl Dataset for Synthetic {
     fn len(&self) -> usize {
         self.len
     }
-    fn get(&self, index: usize) -> Result<Sample, Error> {
+    fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
         adapt_dataset::check_index(index, self.len)?;
         if let Some(d) = self.every_sample {
             std::thread::sleep(d);
@@ -54,13 +54,14 @@ impl Dataset for Synthetic {
         let px = (0..SHAPE.len())
             .map(|k| ((index * 31 + k * 7) % 256) as u8)
             .collect();
-        Sample::hwc(
+        *buf = Sample::hwc(
             px,
             SHAPE.height,
             SHAPE.width,
             SHAPE.channels,
             (index % 7) as i64,
-        )
+        )?;
+        Ok(Read::Filled)
     }
     fn sample_shape(&self) -> Option<Shape> {
         Some(SHAPE)
@@ -70,13 +71,14 @@ impl Dataset for Synthetic {
 /// A stand-in for pinned memory: a heap buffer that says it is pinned, so
 /// tests see the provider seam used.
 pub struct FakePinned;
-struct FakeBuf(Vec<f32>);
+/// Filled with NaN bytes (0xFF) so an unwritten value would show.
+struct FakeBuf(Vec<u32>, usize);
 impl HostBuffer for FakeBuf {
-    fn as_slice(&self) -> &[f32] {
-        &self.0
+    fn as_bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.0)[..self.1]
     }
-    fn as_mut_slice(&mut self) -> &mut [f32] {
-        &mut self.0
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut(&mut self.0)[..self.1]
     }
     fn is_pinned(&self) -> bool {
         true
@@ -86,14 +88,14 @@ impl HostBuffer for FakeBuf {
     }
 }
 impl BufferProvider for FakePinned {
-    fn allocate(&self, len: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
-        Ok(Box::new(FakeBuf(vec![f32::NAN; len])))
+    fn allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
+        Ok(Box::new(FakeBuf(vec![u32::MAX; bytes.div_ceil(4)], bytes)))
     }
 }
 
 /// What an epoch delivered: per batch, data bits, labels and indices.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Stream(pub Vec<(Vec<u32>, Vec<i64>, Vec<usize>)>);
+pub struct Stream(pub Vec<(Vec<u8>, Vec<i64>, Vec<usize>)>);
 
 pub fn loader(ds: Arc<dyn Dataset>, config: LoaderConfig) -> Loader {
     let pinned: Arc<dyn BufferProvider> = Arc::new(FakePinned);
@@ -109,7 +111,7 @@ pub fn run_epoch(loader: &mut Loader, epoch: u64) -> Stream {
         let b = b.unwrap();
         assert_eq!(b.host_buffer().is_pinned(), pin);
         out.push((
-            b.data().iter().map(|v| v.to_bits()).collect(),
+            b.bytes().to_vec(),
             b.labels().to_vec(),
             b.indices().to_vec(),
         ));

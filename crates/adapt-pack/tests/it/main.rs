@@ -140,9 +140,14 @@ fn adapt_pack_one_sample(dir: &Path) -> PackDataset {
         fn len(&self) -> usize {
             1
         }
-        fn get(&self, i: usize) -> Result<Sample, Error> {
+        fn read<'a>(
+            &'a self,
+            i: usize,
+            buf: &mut Sample,
+        ) -> Result<adapt_dataset::Read<'a>, Error> {
             adapt_dataset::check_index(i, 1)?;
-            Sample::hwc(vec![1, 2, 3], 1, 1, 3, 5)
+            *buf = Sample::hwc(vec![1, 2, 3], 1, 1, 3, 5)?;
+            Ok(adapt_dataset::Read::Filled)
         }
     }
     round_trip(&One, dir, &opts(10, Store::Raw))
@@ -231,12 +236,12 @@ impl Dataset for Flaky<'_> {
     fn len(&self) -> usize {
         self.inner.len()
     }
-    fn get(&self, i: usize) -> Result<Sample, Error> {
+    fn read<'a>(&'a self, i: usize, buf: &mut Sample) -> Result<adapt_dataset::Read<'a>, Error> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         if Some(i) == self.fail_at {
             return Err(Error::InvalidParameter("disk went away".into()));
         }
-        self.inner.get(i)
+        self.inner.read(i, buf)
     }
     fn source(&self, i: usize) -> String {
         self.inner.source(i)

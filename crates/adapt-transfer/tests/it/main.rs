@@ -86,7 +86,7 @@ fn the_copied_buffer_is_the_one_the_worker_wrote() {
     let mut l = Loader::new(ds, config(2, false)).unwrap();
     for batch in l.epoch(0).unwrap() {
         let batch = batch.unwrap();
-        let written = batch.host_buffer().as_slice().as_ptr();
+        let written = batch.host_buffer().as_bytes().as_ptr();
         let mut one = engine.epoch(std::iter::once(Ok(batch)), 1);
         let d = one.next().unwrap().unwrap();
         assert_eq!(d.source, written, "no intermediate host copy");
@@ -137,11 +137,15 @@ fn a_loader_error_ends_the_device_epoch_after_the_copied_batches() {
         fn len(&self) -> usize {
             self.0.len()
         }
-        fn get(&self, i: usize) -> Result<adapt_dataset::Sample, adapt_dataset::Error> {
+        fn read<'a>(
+            &'a self,
+            i: usize,
+            buf: &mut adapt_dataset::Sample,
+        ) -> Result<adapt_dataset::Read<'a>, adapt_dataset::Error> {
             if i == 40 {
                 return Err(adapt_dataset::Error::InvalidParameter("bad sample".into()));
             }
-            self.0.get(i)
+            self.0.read(i, buf)
         }
         fn sample_shape(&self) -> Option<adapt_dataset::Shape> {
             self.0.sample_shape()

@@ -214,7 +214,8 @@ fn a_profile_round_trips_and_is_reused() {
     assert_eq!(retuned.runs[0].adapt_source, "avl");
 
     let p = Profile::load(&profile).unwrap();
-    let fingerprint = first.dataset["fingerprint"].as_str().unwrap();
+    // Profiles are keyed by the pipeline's identity (data, steps, output).
+    let fingerprint = first.dataset["pipeline"]["identity"].as_str().unwrap();
     let machine = Machine::detect();
     let base = adapt_loader::LoaderConfig {
         batch_size: 32,
@@ -294,78 +295,4 @@ fn bad_options_are_clear_errors() {
     )
     .unwrap_err();
     assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
-}
-
-#[test]
-fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = adapt_synth::CelebASpec {
-        count: 4,
-        identities: 3,
-        quality: 90,
-        seed: 1,
-    };
-    adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
-    let spec = adapt_synth::DigiFaceSpec {
-        classes: 2,
-        per_class: 2,
-        seed: 1,
-    };
-    adapt_synth::digiface(
-        &dir.path().join("digiface"),
-        spec,
-        &adapt_synth::no_progress,
-    )
-    .unwrap();
-    let opened =
-        adapt_tune::open_dataset("celeba+digiface", dir.path(), adapt_formats::Split::Train)
-            .unwrap();
-    let ds = &opened.dataset;
-    assert_eq!(ds.len(), 8);
-    assert_eq!(
-        ds.sample_shape(),
-        Some(adapt_dataset::Shape::new(112, 112, 3))
-    );
-    let celeba_max = (0..4).map(|i| ds.get(i).unwrap().label).max().unwrap();
-    let digiface: Vec<i64> = (4..8).map(|i| ds.get(i).unwrap().label).collect();
-    // DigiFace class 0 lands just past CelebA's highest identity.
-    assert!(digiface.iter().all(|&l| l > celeba_max), "{digiface:?}");
-    assert_eq!(
-        ds.get(0).unwrap().shape,
-        adapt_dataset::Shape::new(112, 112, 3)
-    );
-}
-
-#[test]
-fn an_image_folder_of_mixed_sizes_batches_once_resized() {
-    let dir = tempfile::tempdir().unwrap();
-    for (class, name, w, h) in [
-        ("a", "1.png", 20, 10),
-        ("a", "2.png", 7, 9),
-        ("b", "x.png", 16, 16),
-    ] {
-        let path = dir.path().join(class).join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let px = vec![100u8; (w * h * 3) as usize];
-        std::fs::write(
-            &path,
-            adapt_formats::encode_png(&path, &px, w, h, 3).unwrap(),
-        )
-        .unwrap();
-    }
-    let opened =
-        adapt_tune::open_dataset("imagefolder", dir.path(), adapt_formats::Split::Train).unwrap();
-    let config = || adapt_loader::LoaderConfig {
-        batch_size: 3,
-        ..Default::default()
-    };
-    assert!(
-        adapt_loader::Loader::new(opened.dataset.clone(), config()).is_err(),
-        "mixed sizes need a resize"
-    );
-    let resized = opened.resized(8, 6).unwrap();
-    let mut loader = adapt_loader::Loader::new(resized.dataset, config()).unwrap();
-    let batch = loader.epoch(0).unwrap().next().unwrap().unwrap();
-    assert_eq!(batch.shape(), [3, 3, 6, 8]);
-    assert_eq!(batch.labels(), [0, 0, 1]);
 }

@@ -1,0 +1,37 @@
+/// Errors of pipeline descriptions and of opening their data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PipelineError {
+    /// A step of the text form that does not parse or cannot apply; names
+    /// the token as written.
+    #[error("transform {token:?}: {reason}")]
+    Transform {
+        /// The step as written (`random_crop(64)`).
+        token: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An unknown output name.
+    #[error("output {0:?}: expected f32, u8 or u8-nhwc")]
+    Output(String),
+    /// An unknown dataset kind.
+    #[error(
+        "unknown dataset {0:?}: expected cifar10, celeba, digiface, celeba+digiface, imagefolder or pack"
+    )]
+    UnknownDataset(String),
+    /// The dataset path does not exist.
+    #[error("dataset path {0} does not exist")]
+    MissingPath(std::path::PathBuf),
+    /// A dataset could not be opened (the error names the file).
+    #[error(transparent)]
+    Format(#[from] adapt_formats::FormatError),
+    /// A pack could not be opened (the error names shard and frame).
+    #[error(transparent)]
+    Pack(#[from] adapt_pack::PackError),
+    /// An option that does not apply to this dataset (`--stream` on loose files).
+    #[error("{0}")]
+    Option(String),
+    /// A serialised pipeline that cannot be read.
+    #[error("pipeline description: {0}")]
+    Description(String),
+}

@@ -1,0 +1,262 @@
+//! What data and how it is transformed: the one pipeline description that
+//! the command line (`load`, `tune`, `inspect`), the tuner and the Python
+//! module share. A [`Pipeline`] names a dataset (kind, path, options), a
+//! list of transform steps with torchvision's names
+//! (`random_crop(32,padding=4),hflip,normalize(cifar10)`) and the output
+//! type (f32 normalised NCHW, or u8 NCHW / NHWC for normalisation on the
+//! device). It serialises (JSON, for reports and profiles) and has a short
+//! text form for the command line.
+//!
+//! This crate is not a loader and not a reader: it opens data through
+//! `adapt-formats` and `adapt-pack` and configures an `adapt-loader`
+//! loader. Its key rule is that every front builds its data through
+//! [`Pipeline::build`], so a tuning trial times exactly the pipeline a
+//! training run executes, and a profile is tied to the pipeline it was
+//! tuned on ([`Built::identity`]).
+//!
+//! ```no_run
+//! use adapt_pipeline::{DatasetSpec, Pipeline};
+//! let pipeline = Pipeline::new(DatasetSpec::new("cifar10", "datasets/cifar10"))
+//!     .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")?
+//!     .with_output("u8")?;
+//! let built = pipeline.build()?;
+//! let config = built.loader_config(adapt_loader::LoaderConfig { batch_size: 128, ..Default::default() });
+//! # Ok::<(), adapt_pipeline::PipelineError>(())
+//! ```
+
+mod error;
+mod source;
+mod spec;
+
+pub use error::PipelineError;
+pub use source::{DatasetSpec, OpenedDataset, StreamSampler, dataset_fingerprint, open_dataset};
+pub use spec::{Size, TransformSpec, parse_transforms, transforms_text};
+
+use adapt_dataset::{Compose, Normalize, Read, Sample, SampleRng, Scratch, Shape, Transform};
+use adapt_loader::{LoaderConfig, OutputFormat};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A whole pipeline: data, transform steps, output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pipeline {
+    /// The data.
+    pub dataset: DatasetSpec,
+    /// The steps; `None` means the dataset's default: its usual
+    /// normalisation only (what `load` and `tune` did before pipelines).
+    pub transforms: Option<Vec<TransformSpec>>,
+    /// `f32`, `u8` or `u8-nhwc`.
+    #[serde(with = "output_name")]
+    pub output: OutputFormat,
+}
+
+mod output_name {
+    use adapt_loader::OutputFormat;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub(crate) fn serialize<S: Serializer>(o: &OutputFormat, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(o.name())
+    }
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<OutputFormat, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Pipeline {
+    /// The dataset's default pipeline: its usual normalisation, f32 output.
+    pub fn new(dataset: DatasetSpec) -> Self {
+        Self {
+            dataset,
+            transforms: None,
+            output: OutputFormat::F32Nchw,
+        }
+    }
+
+    /// The same pipeline with steps from the text form.
+    pub fn with_transforms(mut self, text: &str) -> Result<Self, PipelineError> {
+        self.transforms = Some(parse_transforms(text)?);
+        Ok(self)
+    }
+
+    /// The same pipeline with another output (`f32`, `u8`, `u8-nhwc`).
+    pub fn with_output(mut self, name: &str) -> Result<Self, PipelineError> {
+        self.output = name
+            .parse()
+            .map_err(|_| PipelineError::Output(name.to_owned()))?;
+        Ok(self)
+    }
+
+    /// Reads a pipeline from its JSON form.
+    pub fn from_json(text: &str) -> Result<Self, PipelineError> {
+        let p: Self =
+            serde_json::from_str(text).map_err(|e| PipelineError::Description(e.to_string()))?;
+        if let Some(t) = &p.transforms {
+            spec::check_order(t)?;
+        }
+        Ok(p)
+    }
+
+    /// The JSON form.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Opens the data and builds the steps, checking each against the shape
+    /// it receives: a crop larger than the (padded) image or a normaliser
+    /// whose channel count does not match is an error naming the step.
+    pub fn build(&self) -> Result<Built, PipelineError> {
+        let opened = self.dataset.open()?;
+        let steps = match &self.transforms {
+            Some(t) => t.clone(),
+            None => vec![TransformSpec::Normalize {
+                preset: None,
+                mean: opened.normalize.0.clone(),
+                std: opened.normalize.1.clone(),
+            }],
+        };
+        // Readers of images of mixed sizes produce RGB; 0×0 means "size
+        // not known until a step fixes it".
+        let mut shape = opened.dataset.sample_shape().unwrap_or(Shape::new(0, 0, 3));
+        let mut compose = Compose::new();
+        let mut normalize = None;
+        for s in &steps {
+            if let Some(n) = s.normalizer() {
+                let n = n?;
+                if n.channels() != shape.channels as usize {
+                    return Err(s.error(format!(
+                        "{} channels given, the samples have {}",
+                        n.channels(),
+                        shape.channels
+                    )));
+                }
+                normalize = Some(n);
+                continue;
+            }
+            if let Some(t) = s.build()? {
+                shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
+                compose.0.push(t);
+            }
+        }
+        if shape.height == 0 || shape.width == 0 {
+            return Err(PipelineError::Option(
+                "the samples have no fixed size: add resize(WxH), center_crop or \
+                 random_resized_crop (or --resize WxH)"
+                    .into(),
+            ));
+        }
+        let (normalize, device_normalize) = match (self.output.is_u8(), normalize) {
+            (true, n) => (None, n.and(normalize_values(&steps))),
+            (false, n) => (n, None),
+        };
+        let fingerprint =
+            dataset_fingerprint(&self.dataset.kind, &self.dataset.path, &*opened.dataset);
+        Ok(Built {
+            transform: (!compose.0.is_empty()).then(|| Arc::new(compose) as Arc<dyn Transform>),
+            opened,
+            steps,
+            normalize,
+            device_normalize,
+            output: self.output,
+            sample_shape: shape,
+            fingerprint,
+        })
+    }
+}
+
+fn normalize_values(steps: &[TransformSpec]) -> Option<(Vec<f32>, Vec<f32>)> {
+    steps.iter().find_map(|s| match s {
+        TransformSpec::Normalize { mean, std, .. } => Some((mean.clone(), std.clone())),
+        _ => None,
+    })
+}
+
+/// A pipeline ready to run: the opened data and the steps built.
+pub struct Built {
+    /// The data as opened (dataset, pack, class names).
+    pub opened: OpenedDataset,
+    /// The steps as resolved (the dataset's default made explicit).
+    pub steps: Vec<TransformSpec>,
+    /// The u8 steps, composed; `None` when there are none.
+    pub transform: Option<Arc<dyn Transform>>,
+    /// The normaliser the loader applies (f32 output).
+    pub normalize: Option<Normalize>,
+    /// Mean and std left for the device to apply (u8 output with a
+    /// normalize step).
+    pub device_normalize: Option<(Vec<f32>, Vec<f32>)>,
+    /// Output type and layout.
+    pub output: OutputFormat,
+    /// Shape of one sample as batched (H, W, C).
+    pub sample_shape: Shape,
+    /// The dataset's fingerprint.
+    pub fingerprint: String,
+}
+
+impl Built {
+    /// The dataset.
+    pub fn dataset(&self) -> Arc<dyn adapt_dataset::Dataset> {
+        Arc::clone(&self.opened.dataset)
+    }
+
+    /// `base` with this pipeline's transform, normaliser and output set.
+    pub fn loader_config(&self, base: LoaderConfig) -> LoaderConfig {
+        LoaderConfig {
+            transform: self.transform.clone(),
+            normalize: self.normalize.clone(),
+            output: self.output,
+            ..base
+        }
+    }
+
+    /// The canonical text form of the steps.
+    pub fn transforms_text(&self) -> String {
+        transforms_text(&self.steps)
+    }
+
+    /// Whether any step draws random numbers (epochs then differ).
+    pub fn is_random(&self) -> bool {
+        self.steps.iter().any(TransformSpec::is_random)
+    }
+
+    /// What a profile or report is tied to: the dataset's fingerprint, the
+    /// steps and the output.
+    pub fn identity(&self) -> String {
+        format!(
+            "{}|{}|{}",
+            self.fingerprint,
+            self.transforms_text(),
+            self.output
+        )
+    }
+
+    /// The pipeline as JSON for reports: dataset, steps, output, shape.
+    pub fn describe(&self, pipeline: &Pipeline) -> serde_json::Value {
+        serde_json::json!({
+            "dataset": pipeline.dataset,
+            "transforms": self.transforms_text(),
+            "output": self.output.name(),
+            "device_normalize": self.device_normalize,
+            "sample_shape": [self.sample_shape.height, self.sample_shape.width, self.sample_shape.channels],
+            "identity": self.identity(),
+        })
+    }
+
+    /// Sample `index` as the pipeline yields it in `epoch` under `seed`,
+    /// before collation (u8 pixels after every step; normalisation is the
+    /// collation's): what a loader with this seed batches, whatever its
+    /// knobs.
+    pub fn sample(&self, index: usize, epoch: u64, seed: u64) -> Result<Sample, PipelineError> {
+        let ds = &self.opened.dataset;
+        let read_err =
+            |e: adapt_dataset::Error| PipelineError::Option(format!("{}: {e}", ds.source(index)));
+        let mut sample = Sample::default();
+        if let Read::Lent(v) = ds.read(index, &mut sample).map_err(read_err)? {
+            sample.copy_from(v);
+        }
+        if let Some(t) = &self.transform {
+            let mut scratch = Scratch::default();
+            scratch.rng = SampleRng::new(seed, epoch, ds.draw_key(index));
+            t.apply(&mut sample, &mut scratch).map_err(read_err)?;
+        }
+        Ok(sample)
+    }
+}

@@ -1,0 +1,236 @@
+//! Datasets by name: what `--dataset KIND --path DIR` opens.
+
+use crate::PipelineError;
+use adapt_dataset::{Concat, Dataset, Mapped, Normalize, Resize, Shape};
+use adapt_formats::{
+    CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
+    ImageFolder, OpenOptions, Split,
+};
+use adapt_pack::{PackDataset, ShardStream};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Which data: a format name, its folder and the format's options.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetSpec {
+    /// `cifar10`, `celeba`, `digiface`, `celeba+digiface` (a folder holding
+    /// `celeba/` and `digiface/`), `imagefolder` or `pack`.
+    pub kind: String,
+    /// The folder holding the format's files.
+    pub path: PathBuf,
+    /// CIFAR-10's split: `train` (default) or `test`.
+    #[serde(default)]
+    pub test_split: bool,
+    /// Resize every sample to (width, height) right after the format's fixed
+    /// steps (an image folder of mixed sizes, without a transform that
+    /// fixes the size).
+    #[serde(default)]
+    pub resize: Option<(u32, u32)>,
+}
+
+impl DatasetSpec {
+    /// `kind` at `path`, training split, no resize.
+    pub fn new(kind: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            kind: kind.into(),
+            path: path.into(),
+            test_split: false,
+            resize: None,
+        }
+    }
+
+    /// Opens the data.
+    pub fn open(&self) -> Result<OpenedDataset, PipelineError> {
+        let split = if self.test_split {
+            Split::Test
+        } else {
+            Split::Train
+        };
+        let opened = open_dataset(&self.kind, &self.path, split)?;
+        match self.resize {
+            Some((w, h)) => opened.resized(w, h),
+            None => Ok(opened),
+        }
+    }
+}
+
+/// A dataset opened by format name, with what the command line needs.
+pub struct OpenedDataset {
+    /// The samples.
+    pub dataset: Arc<dyn Dataset>,
+    /// The format's usual normalisation (the default pipeline's last step).
+    pub normalize: (Vec<f32>, Vec<f32>),
+    /// The pack, when the format is `pack` (for origins and streaming).
+    pub pack: Option<Arc<PackDataset>>,
+    /// Class names, when the format has them.
+    pub class_names: Option<Vec<String>>,
+}
+
+fn normalize_of(kind: DatasetKind) -> (Vec<f32>, Vec<f32>) {
+    let (mean, std) = match kind {
+        DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
+        DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
+        DatasetKind::ImageFolder => ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+    };
+    (mean.to_vec(), std.to_vec())
+}
+
+impl OpenedDataset {
+    /// The same data resized to `width` × `height` (bilinear) after the
+    /// format's fixed steps.
+    pub fn resized(mut self, width: u32, height: u32) -> Result<Self, PipelineError> {
+        let resize = Resize::new(width, height)
+            .map_err(|e| PipelineError::Option(format!("resize {width}x{height}: {e}")))?;
+        // Every reader produces RGB, so the resized shape is known even when
+        // the source's sizes differ.
+        let shape = Shape::new(height, width, 3);
+        self.dataset = Arc::new(Mapped::new(self.dataset, resize).with_shape(shape));
+        Ok(self)
+    }
+
+    /// The format's usual normaliser.
+    pub fn default_normalizer(&self) -> Option<Normalize> {
+        Normalize::new(&self.normalize.0, &self.normalize.1).ok()
+    }
+
+    /// Prepares a pack for a loader with this configuration: shard-by-shard
+    /// streaming (`stream` = shuffle buffer in samples) as the sampler, and a
+    /// frame cache sized so each frame is decompressed once per epoch. `None`
+    /// for random access. Loose files refuse `stream`.
+    pub fn pack_sampler(
+        &self,
+        stream: Option<usize>,
+        seed: u64,
+        num_workers: usize,
+        prefetch_factor: Option<usize>,
+        batch_size: usize,
+    ) -> Result<Option<Arc<dyn adapt_loader::Sampler>>, PipelineError> {
+        match (stream, &self.pack) {
+            (Some(buffer), Some(pack)) => {
+                // Every frame the buffer and the batches in flight touch stays
+                // decompressed, so each frame is read once per epoch.
+                let in_flight = num_workers * prefetch_factor.unwrap_or(2) + 1;
+                let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
+                pack.set_cache_frames(pack.frames_for(samples));
+                Ok(Some(Arc::new(StreamSampler(ShardStream::new(
+                    pack, seed, buffer,
+                )))))
+            }
+            (Some(_), None) => Err(PipelineError::Option(
+                "--stream reads packs only (--dataset pack)".into(),
+            )),
+            (None, Some(pack)) => {
+                pack.set_cache_frames(pack.frames_for(num_workers.max(1) * 2));
+                Ok(None)
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
+/// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
+/// labels offset past CelebA's —, `imagefolder`, `pack`).
+pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, PipelineError> {
+    if !path.exists() {
+        return Err(PipelineError::MissingPath(path.to_owned()));
+    }
+    let plain = |dataset: Arc<dyn Dataset>, k: DatasetKind| OpenedDataset {
+        dataset,
+        normalize: normalize_of(k),
+        pack: None,
+        class_names: None,
+    };
+    match kind.to_ascii_lowercase().as_str() {
+        "celeba+digiface" => {
+            let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
+            let offset = celeba.num_classes().unwrap_or(0) as i64;
+            let digi = DigiFace::open(
+                &path.join("digiface"),
+                DigiFaceOptions {
+                    class_offset: offset,
+                },
+            )?;
+            // CelebA's crop is 128×128, DigiFace's images 112×112: resize
+            // CelebA to 112×112 (bilinear) so the two batch together.
+            let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
+                .map_err(|e| PipelineError::Option(e.to_string()))?;
+            let parts: Vec<Arc<dyn Dataset>> =
+                vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];
+            Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
+        }
+        "pack" => {
+            let pack = Arc::new(PackDataset::open(path)?);
+            let m = pack.manifest();
+            let normalize = match m.source_dataset.parse::<DatasetKind>() {
+                Ok(k) => normalize_of(k),
+                Err(_) => normalize_of(DatasetKind::CelebA),
+            };
+            let class_names = m.class_names.clone();
+            Ok(OpenedDataset {
+                dataset: Arc::clone(&pack) as Arc<dyn Dataset>,
+                normalize,
+                pack: Some(pack),
+                class_names,
+            })
+        }
+        "cifar10" => {
+            let c = Cifar10::open(path, split)?;
+            let names = c.classes().to_vec();
+            Ok(OpenedDataset {
+                class_names: Some(names),
+                ..plain(Arc::new(c), DatasetKind::Cifar10)
+            })
+        }
+        "imagefolder" => {
+            let f = ImageFolder::open(path)?;
+            let names = f.classes().to_vec();
+            Ok(OpenedDataset {
+                class_names: Some(names),
+                ..plain(Arc::new(f), DatasetKind::ImageFolder)
+            })
+        }
+        other => {
+            let k: DatasetKind = other
+                .parse()
+                .map_err(|_| PipelineError::UnknownDataset(other.to_owned()))?;
+            Ok(plain(
+                adapt_formats::open(k, path, &OpenOptions::default())?,
+                k,
+            ))
+        }
+    }
+}
+
+/// A pack's shard-streaming order as a loader sampler.
+#[derive(Debug)]
+pub struct StreamSampler(pub ShardStream);
+
+impl adapt_loader::Sampler for StreamSampler {
+    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
+        self.0.order(epoch)
+    }
+}
+
+/// A short, stable identity of a dataset: format, canonical path, length,
+/// sample shape and where its first and last samples come from.
+pub fn dataset_fingerprint(kind: &str, path: &Path, ds: &dyn Dataset) -> String {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let text = format!(
+        "{kind}|{}|{}|{:?}|{}|{}",
+        path.display(),
+        ds.len(),
+        ds.sample_shape(),
+        ds.source(0),
+        ds.source(ds.len().saturating_sub(1))
+    );
+    format!("{kind}-{}-{:016x}", ds.len(), fnv1a(&text))
+}
+
+/// FNV-1a over `text`: a stable 64-bit digest for identities (not security).
+pub(crate) fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}

@@ -1,0 +1,323 @@
+//! Integration tests of adapt-pipeline: the text form, building against
+//! real layouts, and the determinism promises (knobs, packs vs loose files).
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
+use adapt_dataset::Dataset;
+use adapt_loader::{Loader, LoaderConfig, OutputFormat};
+use adapt_pipeline::{DatasetSpec, Pipeline, PipelineError, parse_transforms, transforms_text};
+use std::path::Path;
+
+fn cifar(dir: &Path, train: usize) {
+    adapt_synth::cifar10(
+        dir,
+        adapt_synth::Cifar10Spec {
+            train,
+            test: 1,
+            seed: 4,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+}
+
+fn token_of(e: PipelineError) -> String {
+    match e {
+        PipelineError::Transform { token, .. } => token,
+        other => panic!("expected an error naming a step, got {other}"),
+    }
+}
+
+#[test]
+fn the_text_form_round_trips() {
+    let text = "random_crop(32,padding=4),hflip,random_vertical_flip(p=0.2),\
+                random_resized_crop(224,scale=(0.2,1.0)),center_crop(200x100),resize(256),\
+                resize(64x48),color_jitter(0.4,contrast=0.3),normalize(imagenet)";
+    let specs = parse_transforms(text).unwrap();
+    assert_eq!(specs.len(), 9);
+    let canonical = transforms_text(&specs);
+    assert_eq!(parse_transforms(&canonical).unwrap(), specs);
+    assert!(canonical.starts_with("random_crop(32,padding=4),random_horizontal_flip(p=0.5)"));
+    let padded = parse_transforms(
+        "random_crop(28,padding=(1,2,3,4),fill=(1,2,3),padding_mode=reflect),normalize(mean=(0.5,0.5,0.5),std=(0.2,0.2,0.2))",
+    )
+    .unwrap();
+    assert_eq!(parse_transforms(&transforms_text(&padded)).unwrap(), padded);
+    assert!(parse_transforms("").unwrap().is_empty());
+}
+
+#[test]
+fn bad_steps_are_errors_naming_the_token() {
+    for (text, token) in [
+        ("random_crop(32),blur(3)", "blur(3)"),
+        ("random_crop(32,padding=-4)", "random_crop(32,padding=-4)"),
+        ("hflip(p=2)", "hflip(p=2)"),
+        (
+            "random_crop(32,padding_mode=wrap)",
+            "random_crop(32,padding_mode=wrap)",
+        ),
+        ("normalize(mnist)", "normalize(mnist)"),
+        (
+            "normalize(mean=(0.5,0.5),std=(0.1))",
+            "normalize(mean=(0.5,0.5),std=(0.1))",
+        ),
+        ("resize(0)", "resize(0)"),
+        ("center_crop(32,extra=1)", "center_crop(32,extra=1)"),
+        (
+            "random_resized_crop(224,scale=(1.0,0.5))",
+            "random_resized_crop(224,scale=(1.0,0.5))",
+        ),
+        ("random_crop(32", "random_crop(32"),
+    ] {
+        let err = parse_transforms(text).unwrap_err();
+        assert_eq!(token_of(err), token, "{text}");
+    }
+    let err = parse_transforms("normalize(cifar10),hflip").unwrap_err();
+    assert!(err.to_string().contains("last step"), "{err}");
+}
+
+#[test]
+fn steps_are_checked_against_the_data_they_receive() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 10);
+    let p = |text: &str| {
+        Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+            .with_transforms(text)
+            .unwrap()
+            .build()
+    };
+    let err = p("random_crop(41,padding=4)").err().unwrap();
+    assert_eq!(token_of(err), "random_crop(41,padding=4)");
+    assert!(p("random_crop(40,padding=4)").is_ok());
+    let err = p("normalize(mean=(0.5),std=(0.5))").err().unwrap();
+    let text = err.to_string();
+    assert!(text.contains("normalize(") && text.contains("3"), "{text}");
+    let built = p("random_crop(24),hflip,normalize(cifar10)").unwrap();
+    assert_eq!(built.sample_shape, adapt_dataset::Shape::new(24, 24, 3));
+    assert!(built.is_random());
+    let err = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        .with_output("f16")
+        .unwrap_err();
+    assert!(matches!(err, PipelineError::Output(_)));
+}
+
+#[test]
+fn a_pipeline_serialises_and_u8_output_leaves_normalisation_to_the_device() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 10);
+    let p = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")
+        .unwrap()
+        .with_output("u8-nhwc")
+        .unwrap();
+    let json = p.to_json().to_string();
+    assert_eq!(Pipeline::from_json(&json).unwrap(), p);
+    let built = p.build().unwrap();
+    assert!(built.normalize.is_none());
+    let (mean, _) = built.device_normalize.clone().unwrap();
+    assert_eq!(mean, [0.4914, 0.4822, 0.4465]);
+    assert!(built.identity().ends_with("|u8-nhwc"));
+    // The default pipeline is the dataset's usual normalisation.
+    let default = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        .build()
+        .unwrap();
+    assert!(
+        default
+            .transforms_text()
+            .starts_with("normalize(mean=(0.4914")
+    );
+    assert!(!default.is_random());
+    assert_ne!(
+        default.identity(),
+        built.identity(),
+        "profiles tell pipelines apart"
+    );
+}
+
+/// What the loader batches for sample `i` equals `Built::sample` (what
+/// `inspect --epoch` shows), whatever the knobs.
+#[test]
+fn the_loader_batches_what_inspect_shows() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 40);
+    let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        .with_transforms(
+            "random_crop(32,padding=4,padding_mode=reflect),hflip,color_jitter(0.3,0.3,0.3)",
+        )
+        .unwrap()
+        .with_output("u8-nhwc")
+        .unwrap()
+        .build()
+        .unwrap();
+    for workers in [0, 2] {
+        let config = built.loader_config(LoaderConfig {
+            batch_size: 7,
+            shuffle: true,
+            seed: 9,
+            num_workers: workers,
+            ..LoaderConfig::default()
+        });
+        let mut loader = Loader::new(built.dataset(), config).unwrap();
+        for epoch in [0, 3] {
+            for batch in loader.epoch(epoch).unwrap() {
+                let batch = batch.unwrap();
+                let per = 32 * 32 * 3;
+                for (k, &i) in batch.indices().iter().enumerate() {
+                    let s = built.sample(i, epoch, 9).unwrap();
+                    assert_eq!(&*s.hwc_bytes(), &batch.bytes()[k * per..(k + 1) * per]);
+                }
+            }
+        }
+    }
+}
+
+/// A pack shuffles its source; augmentation draws by the source index, so a
+/// sample read from the pack is augmented exactly as from the loose files.
+#[test]
+fn a_pack_augments_as_the_loose_files_it_was_made_from() {
+    let t = tempfile::tempdir().unwrap();
+    let loose = t.path().join("c");
+    cifar(&loose, 30);
+    let source = adapt_formats::Cifar10::open(&loose, adapt_formats::Split::Train).unwrap();
+    let pack_dir = t.path().join("p");
+    adapt_pack::write_pack(
+        &source,
+        &adapt_pack::SourceInfo {
+            dataset: "cifar10".into(),
+            path: loose.display().to_string(),
+            class_names: None,
+        },
+        &pack_dir,
+        &adapt_pack::PackOptions {
+            shard_size: 8,
+            ..adapt_pack::PackOptions::default()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let text = "random_crop(32,padding=4),hflip,color_jitter(0.4,0.4,0.4)";
+    let build = |kind: &str, path: &Path| {
+        Pipeline::new(DatasetSpec::new(kind, path))
+            .with_transforms(text)
+            .unwrap()
+            .build()
+            .unwrap()
+    };
+    let (from_loose, from_pack) = (build("cifar10", &loose), build("pack", &pack_dir));
+    let pack = from_pack.opened.pack.clone().unwrap();
+    for i in 0..pack.len() {
+        let origin = pack.origin(i).unwrap();
+        for epoch in [0, 1] {
+            assert_eq!(
+                from_pack.sample(i, epoch, 5).unwrap(),
+                from_loose.sample(origin, epoch, 5).unwrap(),
+                "pack sample {i} (origin {origin}), epoch {epoch}"
+            );
+        }
+    }
+}
+
+#[test]
+fn f32_and_u8_outputs_batch_the_same_pixels() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 16);
+    let batch = |output: &str| {
+        let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+            .with_transforms("random_crop(32,padding=4),hflip")
+            .unwrap()
+            .with_output(output)
+            .unwrap()
+            .build()
+            .unwrap();
+        let mut l = Loader::new(
+            built.dataset(),
+            built.loader_config(LoaderConfig {
+                batch_size: 16,
+                ..LoaderConfig::default()
+            }),
+        )
+        .unwrap();
+        let b = l.epoch(2).unwrap().next().unwrap().unwrap();
+        assert_eq!(b.output(), output.parse::<OutputFormat>().unwrap());
+        b.bytes().to_vec()
+    };
+    let (f32s, u8s) = (batch("f32"), batch("u8"));
+    assert_eq!(f32s.len(), 4 * u8s.len());
+    for (f, &u) in f32s.chunks_exact(4).zip(&u8s) {
+        let f = f32::from_le_bytes([f[0], f[1], f[2], f[3]]);
+        assert_eq!(f, f32::from(u) * (1.0 / 255.0));
+    }
+}
+#[test]
+fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = adapt_synth::CelebASpec {
+        count: 4,
+        identities: 3,
+        quality: 90,
+        seed: 1,
+    };
+    adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
+    let spec = adapt_synth::DigiFaceSpec {
+        classes: 2,
+        per_class: 2,
+        seed: 1,
+    };
+    adapt_synth::digiface(
+        &dir.path().join("digiface"),
+        spec,
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let opened =
+        adapt_pipeline::open_dataset("celeba+digiface", dir.path(), adapt_formats::Split::Train)
+            .unwrap();
+    let ds = &opened.dataset;
+    assert_eq!(ds.len(), 8);
+    assert_eq!(
+        ds.sample_shape(),
+        Some(adapt_dataset::Shape::new(112, 112, 3))
+    );
+    let celeba_max = (0..4).map(|i| ds.get(i).unwrap().label).max().unwrap();
+    let digiface: Vec<i64> = (4..8).map(|i| ds.get(i).unwrap().label).collect();
+    // DigiFace class 0 lands just past CelebA's highest identity.
+    assert!(digiface.iter().all(|&l| l > celeba_max), "{digiface:?}");
+    assert_eq!(
+        ds.get(0).unwrap().shape,
+        adapt_dataset::Shape::new(112, 112, 3)
+    );
+}
+
+#[test]
+fn an_image_folder_of_mixed_sizes_batches_once_resized() {
+    let dir = tempfile::tempdir().unwrap();
+    for (class, name, w, h) in [
+        ("a", "1.png", 20, 10),
+        ("a", "2.png", 7, 9),
+        ("b", "x.png", 16, 16),
+    ] {
+        let path = dir.path().join(class).join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let px = vec![100u8; (w * h * 3) as usize];
+        std::fs::write(
+            &path,
+            adapt_formats::encode_png(&path, &px, w, h, 3).unwrap(),
+        )
+        .unwrap();
+    }
+    let opened =
+        adapt_pipeline::open_dataset("imagefolder", dir.path(), adapt_formats::Split::Train)
+            .unwrap();
+    let config = || adapt_loader::LoaderConfig {
+        batch_size: 3,
+        ..Default::default()
+    };
+    assert!(
+        adapt_loader::Loader::new(opened.dataset.clone(), config()).is_err(),
+        "mixed sizes need a resize"
+    );
+    let resized = opened.resized(8, 6).unwrap();
+    let mut loader = adapt_loader::Loader::new(resized.dataset, config()).unwrap();
+    let batch = loader.epoch(0).unwrap().next().unwrap().unwrap();
+    assert_eq!(batch.shape(), [3, 3, 6, 8]);
+    assert_eq!(batch.labels(), [0, 0, 1]);
+}
