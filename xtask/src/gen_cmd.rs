@@ -1,13 +1,14 @@
 //! `cargo xtask gen`: synthetic datasets in the real layouts.
 
 use adapt_formats::DatasetKind;
-use adapt_synth::{CelebASpec, Cifar10Spec, DigiFaceSpec};
-use anyhow::{Context, bail};
+use adapt_synth::{CelebASpec, Cifar10Spec, DigiFaceSpec, ImageFolderSpec};
+use anyhow::Context;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// cifar10, celeba or digiface.
+    /// cifar10, celeba, digiface or imagefolder (class folders of JPEGs,
+    /// ImageNet-like by default; --size 1024x768 for camera-sized photos).
     #[arg(long)]
     dataset: DatasetKind,
     /// Folder to write the layout into.
@@ -21,6 +22,12 @@ pub(crate) struct Args {
     /// Seed of every image and label.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// imagefolder: typical landscape size WIDTHxHEIGHT (default 500x375).
+    #[arg(long, value_parser = crate::inspect::parse_size)]
+    size: Option<(u32, u32)>,
+    /// imagefolder: number of class folders (default 10).
+    #[arg(long)]
+    classes: Option<usize>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
@@ -73,7 +80,24 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             (total, "DigiFace1M images")
         }
         DatasetKind::ImageFolder => {
-            bail!("gen writes cifar10, celeba or digiface; an image folder is the user's own")
+            let mut spec = ImageFolderSpec {
+                seed,
+                ..ImageFolderSpec::default()
+            };
+            if let Some(c) = args.classes {
+                spec.classes = c;
+            }
+            if let Some((w, h)) = args.size {
+                (spec.width, spec.height) = (w, h);
+            }
+            if let Some(n) = args.count {
+                spec.per_class = n.div_ceil(spec.classes.max(1)).max(1);
+            }
+            let total = spec.classes * spec.per_class;
+            let bar = crate::progress_bar(total as u64, "imagefolder");
+            adapt_synth::imagefolder(out, spec, &|n| bar.inc(n))?;
+            bar.finish();
+            (total, "JPEGs in class folders")
         }
     };
     let out = out

@@ -13,7 +13,7 @@
 //! Crops and flips keep a planar (CHW) sample planar: CIFAR-10 goes from its
 //! mapped file through the CIFAR recipe to the batch without a transpose.
 
-use crate::{Error, Layout, Sample, SampleRng, Scratch, Shape, Transform};
+use crate::{Error, Geometry, Layout, Sample, SampleRng, Scratch, Shape, Transform};
 use fast_image_resize as fr;
 
 /// How [`RandomCrop`] fills its padding (torchvision's `padding_mode`).
@@ -32,7 +32,7 @@ pub enum PaddingMode {
 
 /// Where padded coordinate `x` reads from in a line of `n` pixels; `None`
 /// for the fill value.
-fn source_coord(x: i64, n: i64, mode: PaddingMode) -> Option<usize> {
+pub(crate) fn source_coord(x: i64, n: i64, mode: PaddingMode) -> Option<usize> {
     if (0..n).contains(&x) {
         return Some(x as usize);
     }
@@ -58,7 +58,7 @@ fn source_coord(x: i64, n: i64, mode: PaddingMode) -> Option<usize> {
 /// (`top`, `left`) in the sample's coordinates (possibly outside it: padding
 /// by `mode`, constant `fill` per channel) into a new buffer, in the
 /// sample's own layout. Interior runs are copied as slices.
-fn copy_window(
+pub(crate) fn copy_window(
     sample: &mut Sample,
     spare: &mut Vec<u8>,
     (top, left): (i64, i64),
@@ -97,8 +97,11 @@ fn copy_window(
                 continue;
             };
             let srow = &src[sy * w as usize * px..(sy + 1) * w as usize * px];
-            let from = (left + x0 as i64) as usize * px;
-            drow[x0 * px..x1 * px].copy_from_slice(&srow[from..from + (x1 - x0) * px]);
+            if x1 > x0 {
+                // `left + x0` is then inside the row.
+                let from = (left + x0 as i64) as usize * px;
+                drow[x0 * px..x1 * px].copy_from_slice(&srow[from..from + (x1 - x0) * px]);
+            }
             for x in (0..x0).chain(x1..ow_u) {
                 let d = &mut drow[x * px..(x + 1) * px];
                 match source_coord(left + x as i64, w, mode) {
@@ -179,22 +182,44 @@ impl RandomCrop {
     }
 }
 
+impl RandomCrop {
+    /// The window, drawn as torchvision does (row offset, then column).
+    fn window(&self, shape: Shape, rng: &mut SampleRng) -> Result<Geometry<'_>, Error> {
+        self.check(shape)?;
+        let (ph, pw) = self.padded(shape);
+        let i = rng.below(ph - u64::from(self.height) + 1) as i64;
+        let j = rng.below(pw - u64::from(self.width) + 1) as i64;
+        let [l, t, ..] = self.padding.map(i64::from);
+        Ok(Geometry {
+            top: i - t,
+            left: j - l,
+            height: self.height,
+            width: self.width,
+            mode: self.mode,
+            fill: &self.fill,
+            hflip: false,
+            vflip: false,
+        })
+    }
+}
+
 impl Transform for RandomCrop {
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
-        self.check(sample.shape)?;
-        let (ph, pw) = self.padded(sample.shape);
-        let i = scratch.rng.below(ph - u64::from(self.height) + 1) as i64;
-        let j = scratch.rng.below(pw - u64::from(self.width) + 1) as i64;
-        let [l, t, ..] = self.padding.map(i64::from);
-        copy_window(
-            sample,
-            &mut scratch.bytes,
-            (i - t, j - l),
-            (self.height, self.width),
-            self.mode,
-            &self.fill,
-        );
+        self.window(sample.shape, &mut scratch.rng)?
+            .materialize(sample, scratch);
         Ok(())
+    }
+    fn defer<'t>(
+        &'t self,
+        shape: Shape,
+        pending: Option<Geometry<'t>>,
+        scratch: &mut Scratch,
+    ) -> Result<Option<Geometry<'t>>, Error> {
+        // A crop of a crop is not composed: the first is materialised.
+        match pending {
+            Some(_) => Ok(None),
+            None => self.window(shape, &mut scratch.rng).map(Some),
+        }
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         if known(input) {
@@ -237,25 +262,33 @@ impl CenterCrop {
     }
 }
 
+impl CenterCrop {
+    fn window(&self, s: Shape) -> Geometry<'static> {
+        Geometry {
+            top: Self::offset(s.height, self.height),
+            left: Self::offset(s.width, self.width),
+            height: self.height,
+            width: self.width,
+            mode: PaddingMode::Constant,
+            fill: &[0],
+            hflip: false,
+            vflip: false,
+        }
+    }
+}
+
 impl Transform for CenterCrop {
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
-        let s = sample.shape;
-        if (s.height, s.width) == (self.height, self.width) {
-            return Ok(());
-        }
-        let at = (
-            Self::offset(s.height, self.height),
-            Self::offset(s.width, self.width),
-        );
-        copy_window(
-            sample,
-            &mut scratch.bytes,
-            at,
-            (self.height, self.width),
-            PaddingMode::Constant,
-            &[0],
-        );
+        self.window(sample.shape).materialize(sample, scratch);
         Ok(())
+    }
+    fn defer<'t>(
+        &'t self,
+        shape: Shape,
+        pending: Option<Geometry<'t>>,
+        _scratch: &mut Scratch,
+    ) -> Result<Option<Geometry<'t>>, Error> {
+        Ok(pending.is_none().then(|| self.window(shape)))
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         if self.height == 0 || self.width == 0 {
@@ -347,6 +380,22 @@ pub fn flip_vertical(sample: &mut Sample) {
 }
 
 impl Transform for RandomFlip {
+    fn defer<'t>(
+        &'t self,
+        shape: Shape,
+        pending: Option<Geometry<'t>>,
+        scratch: &mut Scratch,
+    ) -> Result<Option<Geometry<'t>>, Error> {
+        let mut g = pending.unwrap_or_else(|| Geometry::whole(shape));
+        if scratch.rng.chance(self.p) {
+            if self.vertical {
+                g.vflip = !g.vflip;
+            } else {
+                g.hflip = !g.hflip;
+            }
+        }
+        Ok(Some(g))
+    }
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
         if scratch.rng.chance(self.p) {
             if self.vertical {

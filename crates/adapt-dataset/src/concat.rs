@@ -48,6 +48,11 @@ impl Dataset for Concat {
         let (p, i) = self.locate(index)?;
         self.parts[p].read(i, buf)
     }
+    fn prefetch(&self, index: usize) {
+        if let Ok((p, i)) = self.locate(index) {
+            self.parts[p].prefetch(i);
+        }
+    }
     fn draw_key(&self, index: usize) -> u64 {
         // The part's own key, offset past the keys of the parts before it.
         match self.locate(index) {

@@ -36,6 +36,7 @@ mod augment;
 mod concat;
 mod encoded;
 mod error;
+mod geometry;
 mod normalize;
 mod permutation;
 mod rng;
@@ -49,6 +50,7 @@ pub use augment::{
 pub use concat::Concat;
 pub use encoded::{Encoded, FixedSteps};
 pub use error::Error;
+pub use geometry::{Geometry, apply_deferring};
 pub use normalize::{Normalize, write_u8};
 pub use permutation::permutation;
 pub use rng::SampleRng;
@@ -123,6 +125,12 @@ pub trait Dataset: Send + Sync {
         index as u64
     }
 
+    /// A hint that sample `index` is read next: a format that lends from
+    /// memory (CIFAR-10's map) starts fetching it into the cache, so the
+    /// read of a shuffled record does not wait on memory. Does nothing by
+    /// default; never fails.
+    fn prefetch(&self, _index: usize) {}
+
     /// The sample's original encoded bytes (a JPEG or PNG file's contents)
     /// and the fixed steps a reader must still apply, for formats that store
     /// encoded images; `None` (the default) for formats that store pixels.
@@ -180,6 +188,7 @@ macro_rules! forward_dataset {
             }
             fn get(&self, index: usize) -> Result<Sample, Error> { (**self).get(index) }
             fn draw_key(&self, index: usize) -> u64 { (**self).draw_key(index) }
+            fn prefetch(&self, index: usize) { (**self).prefetch(index) }
             fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> { (**self).encoded(index) }
             fn source(&self, index: usize) -> String { (**self).source(index) }
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
@@ -248,6 +257,9 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
     }
     fn draw_key(&self, index: usize) -> u64 {
         self.inner.draw_key(index)
+    }
+    fn prefetch(&self, index: usize) {
+        self.inner.prefetch(index);
     }
     fn source(&self, index: usize) -> String {
         self.inner.source(index)

@@ -66,6 +66,11 @@ impl Normalize {
         }
     }
 
+    /// Channel `ch`'s (scale, bias): the value is `x * scale + bias`.
+    pub(crate) fn coefficients(&self, ch: usize) -> (f32, f32) {
+        (self.scale[ch], self.bias[ch])
+    }
+
     /// Number of channels this normaliser expects.
     pub fn channels(&self) -> usize {
         self.scale.len()
@@ -186,7 +191,7 @@ fn rgb_to_planes(px: &[u8], [r, g, b]: [&mut [f32]; 3], scale: &[f32], bias: &[f
 
 /// The contiguous inner loop; written so the compiler vectorises it.
 #[inline]
-fn affine(src: &[u8], dst: &mut [f32], scale: f32, bias: f32) {
+pub(crate) fn affine(src: &[u8], dst: &mut [f32], scale: f32, bias: f32) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = f32::from(s) * scale + bias;
     }

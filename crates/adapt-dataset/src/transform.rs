@@ -21,6 +21,16 @@ pub struct Scratch {
     pub(crate) resizer: Option<fr::Resizer>,
 }
 
+impl Scratch {
+    /// Empty scratch space whose random stream is `rng`.
+    pub fn with_rng(rng: SampleRng) -> Self {
+        Self {
+            rng,
+            ..Self::default()
+        }
+    }
+}
+
 impl fmt::Debug for Scratch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scratch")
@@ -34,6 +44,48 @@ pub trait Transform: Send + Sync + fmt::Debug {
     /// Applies the step to `sample` in place, using `scratch` as needed.
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error>;
 
+    /// For crops and flips: this step composed onto `pending` (the crops
+    /// and flips deferred so far, over a sample of `shape`), drawing from
+    /// `scratch.rng` exactly as `apply` would, without touching pixels.
+    /// `None` (the default) when the step must run on the pixels now; the
+    /// caller then materialises `pending` first. A step that answers `None`
+    /// has drawn nothing.
+    fn defer<'t>(
+        &'t self,
+        _shape: Shape,
+        _pending: Option<crate::Geometry<'t>>,
+        _scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        Ok(None)
+    }
+
+    /// The whole step as a geometry over a sample of `shape`, when it is
+    /// only crops and flips (nothing to do on the pixels before
+    /// collation); `None` otherwise, and the draws it made are to be
+    /// discarded (re-seed, then [`apply_deferring`](Transform::apply_deferring)).
+    fn plan<'t>(
+        &'t self,
+        shape: Shape,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        self.defer(shape, None, scratch)
+    }
+
+    /// Applies the step, or defers it when it is a crop or flip: the
+    /// geometry returned is left for the collating step to read through
+    /// ([`crate::Geometry::write_chw`]). Materialising the geometry gives
+    /// exactly what [`apply`](Transform::apply) gives.
+    fn apply_deferring<'t>(
+        &'t self,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        match self.defer(sample.shape, None, scratch)? {
+            Some(g) => Ok(Some(g)),
+            None => self.apply(sample, scratch).map(|()| None),
+        }
+    }
+
     /// The shape a sample of shape `input` has after this step. An input
     /// of height and width 0 means "size not known in advance" (an image
     /// folder of mixed sizes); a step that fixes the size (a crop, a resize
@@ -44,6 +96,28 @@ pub trait Transform: Send + Sync + fmt::Debug {
 impl<T: Transform + ?Sized> Transform for Box<T> {
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
         (**self).apply(sample, scratch)
+    }
+    fn defer<'t>(
+        &'t self,
+        shape: Shape,
+        pending: Option<crate::Geometry<'t>>,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        (**self).defer(shape, pending, scratch)
+    }
+    fn apply_deferring<'t>(
+        &'t self,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        (**self).apply_deferring(sample, scratch)
+    }
+    fn plan<'t>(
+        &'t self,
+        shape: Shape,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        (**self).plan(shape, scratch)
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         (**self).output_shape(input)
@@ -71,6 +145,20 @@ impl Compose {
 impl Transform for Compose {
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
         self.0.iter().try_for_each(|t| t.apply(sample, scratch))
+    }
+    fn apply_deferring<'t>(
+        &'t self,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        crate::geometry::apply_deferring(&self.0, sample, scratch)
+    }
+    fn plan<'t>(
+        &'t self,
+        shape: Shape,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        crate::geometry::plan(&self.0, shape, scratch)
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         self.0.iter().try_fold(input, |s, t| t.output_shape(s))

@@ -41,6 +41,8 @@ impl Drop for LiveGuard<'_> {
 pub(crate) struct WorkerState {
     sample: Sample,
     scratch: Scratch,
+    /// One output row, for collating through a deferred crop or flip.
+    row: Vec<u8>,
 }
 
 /// One batch to build: a slice of the epoch's order.
@@ -101,9 +103,14 @@ fn build_inner(
     let per = ctx.shape.len() * ctx.output.bytes_per_value();
     let mut skipped = 0;
     let mut batch = |storage: &mut crate::pool::Storage| -> Result<(), LoaderError> {
-        for &index in &task.order[task.start..task.end] {
+        let indices = &task.order[task.start..task.end];
+        for (k, &index) in indices.iter().enumerate() {
             if cancelled() {
                 break;
+            }
+            // The next sample's memory is fetched while this one is built.
+            if let Some(&next) = indices.get(k + 1) {
+                ctx.dataset.prefetch(next);
             }
             let fail = |source| LoaderError::SampleFailed {
                 epoch: task.epoch,
@@ -166,32 +173,51 @@ fn read_one(
         }
     };
     let read = ctx.dataset.read(index, &mut state.sample)?;
-    let view = match (&ctx.transform, read) {
-        (None, read) => read.view(&state.sample),
+    let (view, geometry) = match (&ctx.transform, read) {
+        (None, read) => (read.view(&state.sample), None),
         (Some(t), read) => {
-            if let Read::Lent(v) = read {
-                state.sample.copy_from(v);
-            }
             // The draws depend only on (seed, epoch, sample): never on the
             // worker, the batch or the rank.
-            state.scratch.rng = SampleRng::new(ctx.seed, epoch, ctx.dataset.draw_key(index));
-            t.apply(&mut state.sample, &mut state.scratch)?;
-            state.sample.view()
+            let rng = SampleRng::new(ctx.seed, epoch, ctx.dataset.draw_key(index));
+            state.scratch.rng = rng.clone();
+            // Crops and flips are read through while collating: each byte
+            // is then copied once, from where it lives into the batch.
+            let planned = match read {
+                Read::Lent(v) => t.plan(v.shape, &mut state.scratch)?.map(|g| (v, g)),
+                Read::Filled => None,
+            };
+            match (planned, read) {
+                (Some((v, g)), _) => (v, Some(g)),
+                (None, read) => {
+                    if let Read::Lent(v) = read {
+                        state.sample.copy_from(v);
+                    }
+                    state.scratch.rng = rng;
+                    let g = t.apply_deferring(&mut state.sample, &mut state.scratch)?;
+                    (state.sample.view(), g)
+                }
+            }
         }
     };
-    check(view.shape, view.pixels.len())?;
-    match ctx.output {
-        OutputFormat::F32Nchw => {
-            // The pool's buffers are 4-byte aligned and `per` is a multiple of 4.
-            let floats: &mut [f32] = bytemuck::try_cast_slice_mut(out).map_err(|e| {
-                adapt_dataset::Error::InvalidParameter(format!("batch buffer: {e}"))
-            })?;
-            ctx.normalize.write_chw(view, floats)?;
-        }
-        OutputFormat::U8Nchw => adapt_dataset::write_u8(view, out, false)?,
-        OutputFormat::U8Nhwc => adapt_dataset::write_u8(view, out, true)?,
+    let shape = geometry.map_or(view.shape, |g| g.output_shape(view.shape));
+    check(shape, shape.len())?;
+    let row = &mut state.row;
+    match (ctx.output, geometry) {
+        (OutputFormat::F32Nchw, None) => ctx.normalize.write_chw(view, floats(out)?)?,
+        (OutputFormat::F32Nchw, Some(g)) => g.write_chw(view, &ctx.normalize, floats(out)?, row)?,
+        (OutputFormat::U8Nchw, None) => adapt_dataset::write_u8(view, out, false)?,
+        (OutputFormat::U8Nchw, Some(g)) => g.write_u8(view, out, false, row)?,
+        (OutputFormat::U8Nhwc, None) => adapt_dataset::write_u8(view, out, true)?,
+        (OutputFormat::U8Nhwc, Some(g)) => g.write_u8(view, out, true, row)?,
     }
     Ok(view.label)
+}
+
+/// The f32 view of a sample's bytes in the batch: the pool's buffers are
+/// 4-byte aligned and each sample's share is a multiple of 4 bytes.
+fn floats(out: &mut [u8]) -> Result<&mut [f32], adapt_dataset::Error> {
+    bytemuck::try_cast_slice_mut(out)
+        .map_err(|e| adapt_dataset::Error::InvalidParameter(format!("batch buffer: {e}")))
 }
 
 /// A set of worker threads fed from one task queue.

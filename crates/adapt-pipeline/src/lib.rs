@@ -253,8 +253,7 @@ impl Built {
             sample.copy_from(v);
         }
         if let Some(t) = &self.transform {
-            let mut scratch = Scratch::default();
-            scratch.rng = SampleRng::new(seed, epoch, ds.draw_key(index));
+            let mut scratch = Scratch::with_rng(SampleRng::new(seed, epoch, ds.draw_key(index)));
             t.apply(&mut sample, &mut scratch).map_err(read_err)?;
         }
         Ok(sample)

@@ -246,3 +246,76 @@ pub fn digiface(root: &Path, spec: DigiFaceSpec, progress: Progress<'_>) -> Resu
             Ok(())
         })
 }
+
+/// Sizes of a synthetic class-per-folder JPEG set (ImageNet's training
+/// layout: `<wnid>/<wnid>_<n>.JPEG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageFolderSpec {
+    /// Class folders.
+    pub classes: usize,
+    /// Images per class.
+    pub per_class: usize,
+    /// Typical width of a landscape image; each image varies it by up to
+    /// −10%, and one in five is portrait (width and height swapped), as in
+    /// ImageNet.
+    pub width: u32,
+    /// Typical height of a landscape image.
+    pub height: u32,
+    /// JPEG quality.
+    pub quality: u8,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Default for ImageFolderSpec {
+    /// ImageNet-like: 10 classes × 100 images of about 500×375, quality 90.
+    fn default() -> Self {
+        Self {
+            classes: 10,
+            per_class: 100,
+            width: 500,
+            height: 375,
+            quality: 90,
+            seed: 0,
+        }
+    }
+}
+
+/// Writes a class-per-folder JPEG set into `root` (readable by
+/// [`adapt_formats::ImageFolder`] and torchvision's `ImageFolder`).
+pub fn imagefolder(
+    root: &Path,
+    spec: ImageFolderSpec,
+    progress: Progress<'_>,
+) -> Result<(), SynthError> {
+    if spec.classes == 0
+        || spec.per_class == 0
+        || spec.width < 8
+        || spec.height < 8
+        || !(1..=100).contains(&spec.quality)
+    {
+        return Err(SynthError::InvalidArgument(format!(
+            "an image folder needs classes and images, sides of at least 8 and a JPEG quality in 1..=100; got {spec:?}"
+        )));
+    }
+    (0..spec.classes * spec.per_class)
+        .into_par_iter()
+        .try_for_each(|i| {
+            let (class, n) = (i / spec.per_class, i % spec.per_class);
+            let wnid = format!("n{:08}", 1_000_000 + class * 7_919);
+            let dir = root.join(&wnid);
+            create_dir(&dir)?;
+            let mut p = Painter::new(spec.seed, "imagefolder", i as u64);
+            let shrink = |v: u32, p: &mut Painter| v - p.below(u64::from(v / 10) + 1) as u32;
+            let (mut w, mut h) = (shrink(spec.width, &mut p), shrink(spec.height, &mut p));
+            if p.below(5) == 0 {
+                std::mem::swap(&mut w, &mut h);
+            }
+            let rgb = p.photo(w, h, class as u64);
+            let path = dir.join(format!("{wnid}_{n}.JPEG"));
+            let jpeg = adapt_formats::encode_jpeg(&path, &rgb, w, h, spec.quality)?;
+            adapt_formats::write_atomically(&path, |out| out.write_all(&jpeg))?;
+            progress(1);
+            Ok(())
+        })
+}

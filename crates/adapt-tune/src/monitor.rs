@@ -65,6 +65,11 @@ impl Dataset for Subset {
         // same path as a full run.
         self.inner.read(self.indices[index], buf)
     }
+    fn prefetch(&self, index: usize) {
+        if let Some(&i) = self.indices.get(index) {
+            self.inner.prefetch(i);
+        }
+    }
     fn draw_key(&self, index: usize) -> u64 {
         self.indices
             .get(index)
