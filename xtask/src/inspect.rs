@@ -38,6 +38,10 @@ pub(crate) struct PipelineArgs {
     /// f32 (normalised NCHW), u8 (NCHW) or u8-nhwc.
     #[arg(long, default_value = "f32")]
     pub(crate) output: String,
+    /// Decode JPEGs at full size even where a first resize or random
+    /// resized crop could decode them at a reduced DCT scale.
+    #[arg(long)]
+    pub(crate) exact_decode: bool,
 }
 
 impl PipelineArgs {
@@ -46,6 +50,7 @@ impl PipelineArgs {
         if let Some(t) = &self.transform {
             pipeline = pipeline.with_transforms(t)?;
         }
+        pipeline.exact_decode = self.exact_decode;
         Ok(pipeline.with_output(&self.output)?)
     }
 }

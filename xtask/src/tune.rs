@@ -158,6 +158,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             .output
             .parse()
             .map_err(|e: String| anyhow::anyhow!(e))?,
+        exact_decode: args.pipeline.exact_decode,
     };
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(120));

@@ -544,6 +544,37 @@ impl RandomResizedCrop {
 }
 
 impl Transform for RandomResizedCrop {
+    fn decode_reduced(
+        &self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<bool, Error> {
+        let (w, h) = dec.dimensions(&enc.bytes)?;
+        if w == 0 || h == 0 {
+            return Ok(false);
+        }
+        // Drawn on the full image, as `apply` draws: the reduced decode
+        // changes the resampling, never the region.
+        let region = self.region(h, w, &mut scratch.rng);
+        // The smallest decode whose copy of the region still has at least
+        // the output's pixels on both axes.
+        let need = (
+            (f64::from(self.width) * f64::from(w) / region.width).ceil() as u32,
+            (f64::from(self.height) * f64::from(h) / region.height).ceil() as u32,
+        );
+        dec.decode(&enc.bytes, Some(need), sample)?;
+        let (sx, sy) = crate::decode::scale_of(sample.shape, (w, h));
+        let scaled = Region {
+            top: region.top * sy,
+            left: region.left * sx,
+            height: region.height * sy,
+            width: region.width * sx,
+        };
+        resize_region(sample, scratch, scaled, (self.height, self.width))?;
+        Ok(true)
+    }
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
         let s = sample.shape;
         if !known(s) {
@@ -582,6 +613,31 @@ impl ResizeShorter {
 }
 
 impl Transform for ResizeShorter {
+    fn decode_reduced(
+        &self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<bool, Error> {
+        let (w, h) = dec.dimensions(&enc.bytes)?;
+        if w == 0 || h == 0 {
+            return Ok(false);
+        }
+        let (oh, ow) = self.size_for(h, w);
+        dec.decode(&enc.bytes, Some((ow, oh)), sample)?;
+        let s = sample.shape;
+        if (s.height, s.width) != (oh, ow) {
+            let whole = Region {
+                top: 0.0,
+                left: 0.0,
+                height: f64::from(s.height),
+                width: f64::from(s.width),
+            };
+            resize_region(sample, scratch, whole, (oh, ow))?;
+        }
+        Ok(true)
+    }
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
         let s = sample.shape;
         let (h, w) = self.size_for(s.height, s.width);

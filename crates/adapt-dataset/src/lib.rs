@@ -34,6 +34,7 @@
 
 mod augment;
 mod concat;
+mod decode;
 mod encoded;
 mod error;
 mod geometry;
@@ -48,6 +49,7 @@ pub use augment::{
     ResizeShorter, flip_horizontal, flip_vertical, resize_region,
 };
 pub use concat::Concat;
+pub use decode::{ScaledDecode, apply_encoded_deferring, decode_exact};
 pub use encoded::{Encoded, FixedSteps};
 pub use error::Error;
 pub use geometry::{Geometry, apply_deferring};

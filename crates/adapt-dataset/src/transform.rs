@@ -59,6 +59,39 @@ pub trait Transform: Send + Sync + fmt::Debug {
         Ok(None)
     }
 
+    /// As the first step of a pipeline over an encoded image: decodes it
+    /// through `dec`, at a reduced scale when this step shrinks it by 2× or
+    /// more, and applies the step, drawing as `apply` draws (from the full
+    /// image's size). `false` (the default) when the step cannot use a
+    /// reduced decode; it has then drawn and decoded nothing.
+    fn decode_reduced(
+        &self,
+        _enc: &crate::Encoded,
+        _dec: &dyn crate::ScaledDecode,
+        _sample: &mut Sample,
+        _scratch: &mut Scratch,
+    ) -> Result<bool, Error> {
+        Ok(false)
+    }
+
+    /// [`apply_deferring`](Transform::apply_deferring) on an encoded
+    /// image: decoded through `dec` (reduced where the first step allows),
+    /// then the steps.
+    fn apply_encoded_deferring<'t>(
+        &'t self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        if crate::decode::plain(enc) && self.decode_reduced(enc, dec, sample, scratch)? {
+            sample.label = enc.label;
+            return Ok(None);
+        }
+        crate::decode_exact(enc, dec, sample, scratch)?;
+        self.apply_deferring(sample, scratch)
+    }
+
     /// The whole step as a geometry over a sample of `shape`, when it is
     /// only crops and flips (nothing to do on the pixels before
     /// collation); `None` otherwise, and the draws it made are to be
@@ -119,6 +152,24 @@ impl<T: Transform + ?Sized> Transform for Box<T> {
     ) -> Result<Option<crate::Geometry<'t>>, Error> {
         (**self).plan(shape, scratch)
     }
+    fn decode_reduced(
+        &self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<bool, Error> {
+        (**self).decode_reduced(enc, dec, sample, scratch)
+    }
+    fn apply_encoded_deferring<'t>(
+        &'t self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        (**self).apply_encoded_deferring(enc, dec, sample, scratch)
+    }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         (**self).output_shape(input)
     }
@@ -159,6 +210,15 @@ impl Transform for Compose {
         scratch: &mut Scratch,
     ) -> Result<Option<crate::Geometry<'t>>, Error> {
         crate::geometry::plan(&self.0, shape, scratch)
+    }
+    fn apply_encoded_deferring<'t>(
+        &'t self,
+        enc: &crate::Encoded,
+        dec: &dyn crate::ScaledDecode,
+        sample: &mut Sample,
+        scratch: &mut Scratch,
+    ) -> Result<Option<crate::Geometry<'t>>, Error> {
+        crate::apply_encoded_deferring(&self.0, enc, dec, sample, scratch)
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         self.0.iter().try_fold(input, |s, t| t.output_shape(s))

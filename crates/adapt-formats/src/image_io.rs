@@ -116,7 +116,7 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
 /// Whether a JPEG stream ends with its end-of-image marker (`FF D9`), allowing
 /// a little padding after it. Inside entropy-coded data `FF` is always
 /// followed by `00` or a restart marker, so `FF D9` near the end is the EOI.
-fn jpeg_has_end_marker(bytes: &[u8]) -> bool {
+pub(crate) fn jpeg_has_end_marker(bytes: &[u8]) -> bool {
     bytes[bytes.len().saturating_sub(64)..]
         .windows(2)
         .any(|w| w == [0xFF, 0xD9])

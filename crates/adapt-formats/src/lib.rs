@@ -21,6 +21,7 @@ mod digiface;
 mod error;
 mod image_io;
 mod imagefolder;
+mod scaled;
 
 pub use celeba::{CELEBA_CROP, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter};
 pub use cifar10::{
@@ -32,5 +33,6 @@ pub use image_io::{
     decode_encoded_into, decode_rgb_into, encode_jpeg, encode_png, write_atomically,
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
+pub use scaled::reduced_decoder;
 mod registry;
 pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

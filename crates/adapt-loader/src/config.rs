@@ -1,5 +1,5 @@
 use crate::LoaderError;
-use adapt_dataset::{Normalize, Transform};
+use adapt_dataset::{Normalize, ScaledDecode, Transform};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +126,11 @@ pub struct LoaderConfig {
     pub normalize: Option<Normalize>,
     /// The batches' value type and layout.
     pub output: OutputFormat,
+    /// Decode encoded images (a dataset's [`encoded`](adapt_dataset::Dataset::encoded)
+    /// bytes) through this decoder, at a reduced scale where the
+    /// transform's first step shrinks enough; `None` reads through the
+    /// dataset (full-size decoding).
+    pub decoder: Option<Arc<dyn ScaledDecode>>,
 }
 
 impl Default for LoaderConfig {
@@ -146,6 +151,7 @@ impl Default for LoaderConfig {
             transform: None,
             normalize: None,
             output: OutputFormat::F32Nchw,
+            decoder: None,
         }
     }
 }

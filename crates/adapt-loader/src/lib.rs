@@ -120,6 +120,7 @@ impl Loader {
         let ctx = Arc::new(Context {
             dataset,
             transform: config.transform.clone(),
+            decoder: config.decoder.clone(),
             normalize,
             shape,
             output: config.output,

@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 pub(crate) struct Context {
     pub(crate) dataset: Arc<dyn Dataset>,
     pub(crate) transform: Option<Arc<dyn Transform>>,
+    pub(crate) decoder: Option<Arc<dyn adapt_dataset::ScaledDecode>>,
     pub(crate) normalize: Normalize,
     pub(crate) shape: Shape,
     pub(crate) output: OutputFormat,
@@ -161,17 +162,15 @@ fn read_one(
     index: usize,
     out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
-    let check = |shape: adapt_dataset::Shape, got: usize| {
-        if shape == ctx.shape {
-            Ok(())
-        } else {
-            Err(adapt_dataset::Error::ShapeMismatch {
-                shape: ctx.shape,
-                expected: ctx.shape.len(),
-                got,
-            })
-        }
-    };
+    if let (Some(t), Some(dec)) = (&ctx.transform, &ctx.decoder)
+        && let Some(enc) = ctx.dataset.encoded(index)
+    {
+        // Decoded here, at a reduced scale where the first step shrinks.
+        let enc = enc?;
+        state.scratch.rng = SampleRng::new(ctx.seed, epoch, ctx.dataset.draw_key(index));
+        let g = t.apply_encoded_deferring(&enc, &**dec, &mut state.sample, &mut state.scratch)?;
+        return collate(ctx, state.sample.view(), g, &mut state.row, out);
+    }
     let read = ctx.dataset.read(index, &mut state.sample)?;
     let (view, geometry) = match (&ctx.transform, read) {
         (None, read) => (read.view(&state.sample), None),
@@ -199,9 +198,26 @@ fn read_one(
             }
         }
     };
+    collate(ctx, view, geometry, &mut state.row, out)
+}
+
+/// Writes one transformed sample into its place in the batch, reading
+/// through `geometry` (deferred crops and flips) when there is one.
+fn collate(
+    ctx: &Context,
+    view: adapt_dataset::SampleView<'_>,
+    geometry: Option<adapt_dataset::Geometry<'_>>,
+    row: &mut Vec<u8>,
+    out: &mut [u8],
+) -> Result<i64, adapt_dataset::Error> {
     let shape = geometry.map_or(view.shape, |g| g.output_shape(view.shape));
-    check(shape, shape.len())?;
-    let row = &mut state.row;
+    if shape != ctx.shape {
+        return Err(adapt_dataset::Error::ShapeMismatch {
+            shape: ctx.shape,
+            expected: ctx.shape.len(),
+            got: shape.len(),
+        });
+    }
     match (ctx.output, geometry) {
         (OutputFormat::F32Nchw, None) => ctx.normalize.write_chw(view, floats(out)?)?,
         (OutputFormat::F32Nchw, Some(g)) => g.write_chw(view, &ctx.normalize, floats(out)?, row)?,

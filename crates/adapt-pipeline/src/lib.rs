@@ -48,6 +48,12 @@ pub struct Pipeline {
     /// `f32`, `u8` or `u8-nhwc`.
     #[serde(with = "output_name")]
     pub output: OutputFormat,
+    /// Decode JPEGs at full size even when the first step shrinks them.
+    /// By default a first `resize(N)` or `random_resized_crop` that shrinks
+    /// a JPEG by 2× or more decodes it at a reduced DCT scale (faster; a
+    /// slightly different resampling from the full decode).
+    #[serde(default)]
+    pub exact_decode: bool,
 }
 
 mod output_name {
@@ -69,6 +75,7 @@ impl Pipeline {
             dataset,
             transforms: None,
             output: OutputFormat::F32Nchw,
+            exact_decode: false,
         }
     }
 
@@ -150,7 +157,21 @@ impl Pipeline {
         };
         let fingerprint =
             dataset_fingerprint(&self.dataset.kind, &self.dataset.path, &*opened.dataset);
+        // Reduced decoding only helps a first step that shrinks.
+        let shrinks_first = matches!(
+            steps.first(),
+            Some(
+                TransformSpec::Resize {
+                    shorter: Some(_),
+                    ..
+                } | TransformSpec::RandomResizedCrop { .. }
+            )
+        );
+        let decoder = (shrinks_first && !self.exact_decode)
+            .then(adapt_formats::reduced_decoder)
+            .flatten();
         Ok(Built {
+            decoder,
             transform: (!compose.0.is_empty()).then(|| Arc::new(compose) as Arc<dyn Transform>),
             opened,
             steps,
@@ -178,6 +199,8 @@ pub struct Built {
     pub steps: Vec<TransformSpec>,
     /// The u8 steps, composed; `None` when there are none.
     pub transform: Option<Arc<dyn Transform>>,
+    /// The reduced-scale decoder, when the first step can use it.
+    pub decoder: Option<Arc<dyn adapt_dataset::ScaledDecode>>,
     /// The normaliser the loader applies (f32 output).
     pub normalize: Option<Normalize>,
     /// Mean and std left for the device to apply (u8 output with a
@@ -203,6 +226,7 @@ impl Built {
             transform: self.transform.clone(),
             normalize: self.normalize.clone(),
             output: self.output,
+            decoder: self.decoder.clone(),
             ..base
         }
     }
@@ -221,10 +245,15 @@ impl Built {
     /// steps and the output.
     pub fn identity(&self) -> String {
         format!(
-            "{}|{}|{}",
+            "{}|{}|{}{}",
             self.fingerprint,
             self.transforms_text(),
-            self.output
+            self.output,
+            if self.decoder.is_some() {
+                "|reduced-decode"
+            } else {
+                ""
+            }
         )
     }
 
@@ -235,6 +264,7 @@ impl Built {
             "transforms": self.transforms_text(),
             "output": self.output.name(),
             "device_normalize": self.device_normalize,
+            "reduced_decode": self.decoder.is_some(),
             "sample_shape": [self.sample_shape.height, self.sample_shape.width, self.sample_shape.channels],
             "identity": self.identity(),
         })
@@ -249,11 +279,25 @@ impl Built {
         let read_err =
             |e: adapt_dataset::Error| PipelineError::Option(format!("{}: {e}", ds.source(index)));
         let mut sample = Sample::default();
+        let mut scratch = Scratch::with_rng(SampleRng::new(seed, epoch, ds.draw_key(index)));
+        // The loader's own path: reduced decoding of encoded images where
+        // the pipeline uses it, deferred crops and flips materialised.
+        if let (Some(t), Some(dec)) = (&self.transform, &self.decoder)
+            && let Some(enc) = ds.encoded(index)
+        {
+            let enc = enc.map_err(read_err)?;
+            if let Some(g) = t
+                .apply_encoded_deferring(&enc, &**dec, &mut sample, &mut scratch)
+                .map_err(read_err)?
+            {
+                g.materialize(&mut sample, &mut scratch);
+            }
+            return Ok(sample);
+        }
         if let Read::Lent(v) = ds.read(index, &mut sample).map_err(read_err)? {
             sample.copy_from(v);
         }
         if let Some(t) = &self.transform {
-            let mut scratch = Scratch::with_rng(SampleRng::new(seed, epoch, ds.draw_key(index)));
             t.apply(&mut sample, &mut scratch).map_err(read_err)?;
         }
         Ok(sample)

@@ -75,6 +75,8 @@ pub struct TuneOptions {
     pub transforms: Option<Vec<TransformSpec>>,
     /// The batches' type and layout.
     pub output: OutputFormat,
+    /// Decode JPEGs at full size (no reduced-scale decoding).
+    pub exact_decode: bool,
 }
 
 impl Default for TuneOptions {
@@ -99,6 +101,7 @@ impl Default for TuneOptions {
             resize: None,
             transforms: None,
             output: OutputFormat::F32Nchw,
+            exact_decode: false,
         }
     }
 }
@@ -150,6 +153,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         },
         transforms: options.transforms.clone(),
         output: options.output,
+        exact_decode: options.exact_decode,
     };
     let built = pipeline.build()?;
     let dataset = built.dataset();

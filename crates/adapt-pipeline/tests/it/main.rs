@@ -321,3 +321,83 @@ fn an_image_folder_of_mixed_sizes_batches_once_resized() {
     assert_eq!(batch.shape(), [3, 3, 6, 8]);
     assert_eq!(batch.labels(), [0, 0, 1]);
 }
+
+fn jpeg_folder(dir: &Path, width: u32, height: u32, count: usize) {
+    adapt_synth::imagefolder(
+        dir,
+        adapt_synth::ImageFolderSpec {
+            classes: 2,
+            per_class: count.div_ceil(2),
+            width,
+            height,
+            quality: 90,
+            seed: 3,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+}
+
+/// Reduced-scale decoding changes the resampling, not the content: the
+/// same crop of the same image, within a few levels per pixel of the full
+/// decode, and exactly what `inspect` shows.
+#[test]
+fn reduced_decoding_is_close_to_the_exact_path_and_consistent() {
+    let t = tempfile::tempdir().unwrap();
+    jpeg_folder(t.path(), 320, 240, 6);
+    let build = |exact: bool, text: &str| {
+        let mut p = Pipeline::new(DatasetSpec::new("imagefolder", t.path()))
+            .with_transforms(text)
+            .unwrap()
+            .with_output("u8-nhwc")
+            .unwrap();
+        p.exact_decode = exact;
+        p.build().unwrap()
+    };
+    for text in [
+        "resize(64),center_crop(56)",
+        "random_resized_crop(48,scale=(0.5,1.0))",
+    ] {
+        let (reduced, exact) = (build(false, text), build(true, text));
+        assert!(exact.decoder.is_none());
+        assert_eq!(
+            reduced.decoder.is_some(),
+            adapt_formats::reduced_decoder().is_some(),
+            "reduced decoding exactly when this build has the decoder"
+        );
+        let mut loader = Loader::new(
+            reduced.dataset(),
+            reduced.loader_config(LoaderConfig {
+                batch_size: 6,
+                num_workers: 2,
+                ..LoaderConfig::default()
+            }),
+        )
+        .unwrap();
+        let batch = loader.epoch(1).unwrap().next().unwrap().unwrap();
+        let per = batch.bytes().len() / 6;
+        for i in 0..6 {
+            let (r, e) = (
+                reduced.sample(i, 1, 0).unwrap(),
+                exact.sample(i, 1, 0).unwrap(),
+            );
+            assert_eq!(
+                &*r.hwc_bytes(),
+                &batch.bytes()[i * per..(i + 1) * per],
+                "{text}: inspect = loader"
+            );
+            assert_eq!((r.shape, r.label), (e.shape, e.label));
+            let mean_diff = r
+                .pixels
+                .iter()
+                .zip(&e.pixels)
+                .map(|(a, b)| f64::from(a.abs_diff(*b)))
+                .sum::<f64>()
+                / r.pixels.len() as f64;
+            assert!(
+                mean_diff < 3.0,
+                "{text}: sample {i} differs by {mean_diff} levels on average"
+            );
+        }
+    }
+}
