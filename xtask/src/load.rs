@@ -1,9 +1,10 @@
 //! `cargo xtask load`: run epochs through the loader, one JSON line each.
 
 use crate::inspect::{DatasetArgs, hex};
-use adapt_loader::{Loader, LoaderConfig};
-use anyhow::Context;
+use adapt_loader::{Distributed, Launch, Loader, LoaderConfig, LoaderState};
+use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -38,6 +39,60 @@ pub(crate) struct Args {
     /// hashing; leave it out to time the loader alone).
     #[arg(long)]
     no_digest: bool,
+    /// This process's share of a distributed run: `auto` reads torchrun's
+    /// RANK/WORLD_SIZE or Slurm's SLURM_PROCID/SLURM_NTASKS; `R/W` sets
+    /// rank R of W explicitly (and wins over the environment).
+    #[arg(long)]
+    distributed: Option<String>,
+    /// Resume from this checkpoint (written by --checkpoint-every).
+    #[arg(long)]
+    resume: Option<PathBuf>,
+    /// Write a checkpoint every N batches (to --checkpoint, else --resume's file).
+    #[arg(long)]
+    checkpoint_every: Option<usize>,
+    /// Where --checkpoint-every writes.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Print one JSON line per batch (epoch, batch, indices, sha256).
+    #[arg(long)]
+    print_batches: bool,
+    /// A consumer that spends this many milliseconds per batch (a stand-in
+    /// for a training step).
+    #[arg(long)]
+    step_ms: Option<u64>,
+}
+
+fn distributed(arg: Option<&str>) -> anyhow::Result<Option<Distributed>> {
+    Ok(match arg {
+        None => None,
+        Some("auto") => match Launch::from_env()? {
+            Some(l) => {
+                eprintln!(
+                    "{}: rank {} of {}",
+                    l.launcher, l.distributed.rank, l.distributed.world_size
+                );
+                Some(l.distributed)
+            }
+            None => {
+                eprintln!("--distributed auto: no launcher variables, one process");
+                None
+            }
+        },
+        Some(s) => {
+            let (r, w) = s
+                .split_once('/')
+                .with_context(|| format!("--distributed {s:?}: expected auto or RANK/WORLD"))?;
+            let n = |v: &str| {
+                v.trim()
+                    .parse::<usize>()
+                    .with_context(|| format!("--distributed {s:?}"))
+            };
+            Some(Distributed {
+                rank: n(r)?,
+                world_size: n(w)?,
+            })
+        }
+    })
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
@@ -59,18 +114,41 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         prefetch_factor: args.prefetch_factor,
         pin_memory: args.pin_memory,
         persistent_workers: args.persistent_workers,
+        distributed: distributed(args.distributed.as_deref())?,
         ..LoaderConfig::default()
     });
+    let resume = match &args.resume {
+        Some(path) => Some(
+            LoaderState::from_text(
+                &std::fs::read_to_string(path)
+                    .with_context(|| format!("reading checkpoint {}", path.display()))?,
+            )
+            .with_context(|| format!("checkpoint {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let checkpoint = args.checkpoint.clone().or_else(|| args.resume.clone());
+    if args.checkpoint_every == Some(0) {
+        bail!("--checkpoint-every must be at least 1");
+    }
+    if args.checkpoint_every.is_some() && checkpoint.is_none() {
+        bail!("--checkpoint-every needs --checkpoint FILE (or --resume FILE)");
+    }
     let mut loader = Loader::new(built.dataset(), config)?;
     eprintln!(
         "{}",
         serde_json::json!({ "pipeline": built.describe(&pipeline) })
     );
-    for epoch in 0..args.epochs {
+    let first = resume.as_ref().map_or(0, |s| s.epoch);
+    for epoch in first..args.epochs {
         let start = Instant::now();
         let mut digest = Sha256::new();
         let (mut samples, mut batches) = (0usize, 0usize);
-        for batch in loader.epoch(epoch)? {
+        let mut e = match &resume {
+            Some(state) if epoch == first => loader.resume(state)?,
+            _ => loader.epoch(epoch)?,
+        };
+        while let Some(batch) = e.next() {
             let batch = batch.with_context(|| format!("epoch {epoch}"))?;
             if !args.no_digest {
                 // Native byte order: little-endian on every machine we run on,
@@ -80,8 +158,32 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
                     digest.update(l.to_le_bytes());
                 }
             }
+            if args.print_batches {
+                let mut one = Sha256::new();
+                one.update(batch.bytes());
+                for l in batch.labels() {
+                    one.update(l.to_le_bytes());
+                }
+                let line = serde_json::json!({
+                    "epoch": epoch,
+                    "batch": batch.number(),
+                    "indices": batch.indices(),
+                    "sha256": hex(&one.finalize()),
+                });
+                println!("{line}");
+            }
             samples += batch.len();
             batches += 1;
+            drop(batch);
+            if let Some(ms) = args.step_ms {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
+            if let (Some(n), Some(path)) = (args.checkpoint_every, &checkpoint)
+                && (batches.is_multiple_of(n) || e.is_done())
+            {
+                let text = e.state().to_text();
+                adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
+            }
         }
         let seconds = start.elapsed().as_secs_f64();
         let line = serde_json::json!({

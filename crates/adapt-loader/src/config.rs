@@ -131,6 +131,9 @@ pub struct LoaderConfig {
     /// transform's first step shrinks enough; `None` reads through the
     /// dataset (full-size decoding).
     pub decoder: Option<Arc<dyn ScaledDecode>>,
+    /// What the batches are made of (a pipeline's identity), recorded in
+    /// checkpoints so one of another pipeline is refused.
+    pub identity: String,
 }
 
 impl Default for LoaderConfig {
@@ -152,6 +155,7 @@ impl Default for LoaderConfig {
             normalize: None,
             output: OutputFormat::F32Nchw,
             decoder: None,
+            identity: String::new(),
         }
     }
 }

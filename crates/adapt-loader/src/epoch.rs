@@ -1,5 +1,5 @@
 use crate::worker::{Done, Task, WorkerState, Workers, build, inline_state};
-use crate::{Batch, Loader, LoaderError, epoch_order};
+use crate::{Batch, Loader, LoaderError, LoaderState, Segment};
 use crossbeam_channel::RecvTimeoutError;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -31,6 +31,8 @@ pub struct Epoch<'a> {
     finished: bool,
     skipped: usize,
     max_in_flight: usize,
+    /// Earlier world sizes of this (resumed) epoch.
+    segments: Vec<Segment>,
 }
 
 impl<'a> Epoch<'a> {
@@ -38,11 +40,13 @@ impl<'a> Epoch<'a> {
         loader: &'a mut Loader,
         epoch: u64,
         generation: u64,
+        segments: Vec<Segment>,
+        skip: usize,
     ) -> Result<Self, LoaderError> {
         let loader: &'a Loader = loader;
         let config = &loader.config;
         let len = loader.ctx.dataset.len();
-        let order = Arc::new(epoch_order(config, len, epoch));
+        let order = Arc::new(crate::sampler::order_after(config, len, epoch, &segments));
         if let Some(&bad) = order.iter().find(|&&i| i >= len) {
             return Err(LoaderError::InvalidConfig(format!(
                 "the sampler gave index {bad} for a dataset of {len}"
@@ -54,6 +58,7 @@ impl<'a> Epoch<'a> {
             (None, n) => Source::Owned(Workers::spawn(&loader.ctx, n)?),
         };
         let batches = config.batches_for(order.len());
+        let skip = skip.min(batches);
         let mut e = Self {
             loader,
             source,
@@ -61,12 +66,13 @@ impl<'a> Epoch<'a> {
             generation,
             order,
             batches,
-            next_out: 0,
-            next_in: 0,
+            next_out: skip,
+            next_in: skip,
             window: VecDeque::new(),
             finished: false,
             skipped: 0,
             max_in_flight: 0,
+            segments,
         };
         e.fill();
         Ok(e)
@@ -87,6 +93,37 @@ impl<'a> Epoch<'a> {
     /// `num_workers × prefetch_factor`).
     pub fn max_in_flight(&self) -> usize {
         self.max_in_flight
+    }
+
+    /// A checkpoint at this batch boundary: resuming from it
+    /// ([`Loader::resume`]) yields the batches this epoch has not yet
+    /// yielded, byte for byte. Take it between two `next()` calls.
+    pub fn state(&self) -> LoaderState {
+        let config = &self.loader.config;
+        let (rank, world_size) = config
+            .distributed
+            .map_or((0, 1), |d| (d.rank, d.world_size));
+        LoaderState {
+            format: crate::resume::FORMAT,
+            epoch: self.epoch,
+            batches: self.next_out,
+            segments: self.segments.clone(),
+            rank,
+            world_size,
+            seed: config.seed,
+            batch_size: config.batch_size,
+            shuffle: config.shuffle,
+            drop_last: config.drop_last,
+            dataset_len: self.loader.ctx.dataset.len(),
+            identity: config.identity.clone(),
+            custom_sampler: config.sampler.is_some(),
+        }
+    }
+
+    /// Whether every batch of the epoch has been handed out (a checkpoint
+    /// taken now resumes into an empty epoch: go on with the next).
+    pub fn is_done(&self) -> bool {
+        self.finished || self.next_out >= self.batches
     }
 
     /// The dataset indices of this epoch, in order.

@@ -59,6 +59,19 @@ pub enum LoaderError {
         /// The provider's message.
         message: String,
     },
+    /// A checkpoint that cannot be read (truncated, damaged, another format).
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
+    /// A checkpoint of another pipeline, dataset, seed or batching.
+    #[error("checkpoint of another {what}: the loader has {loader}, the checkpoint {checkpoint}")]
+    CheckpointMismatch {
+        /// What differs.
+        what: String,
+        /// The loader's value.
+        loader: String,
+        /// The checkpoint's value.
+        checkpoint: String,
+    },
     /// A worker thread could not be started.
     #[error("cannot start worker thread: {0}")]
     Spawn(std::io::Error),

@@ -49,6 +49,7 @@ mod config;
 mod epoch;
 mod error;
 mod pool;
+mod resume;
 mod sampler;
 mod worker;
 
@@ -57,6 +58,7 @@ pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::Epoch;
 pub use error::LoaderError;
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
+pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;
 
 use adapt_dataset::{Dataset, Normalize, Shape, Transform};
@@ -156,7 +158,36 @@ impl Loader {
     pub fn epoch(&mut self, epoch: u64) -> Result<Epoch<'_>, LoaderError> {
         let generation = self.next_generation;
         self.next_generation += 1;
-        Epoch::start(self, epoch, generation)
+        Epoch::start(self, epoch, generation, Vec::new(), 0)
+    }
+
+    /// Resumes the epoch a checkpoint ([`Epoch::state`]) was taken in: the
+    /// batches an uninterrupted run would have yielded from there, byte for
+    /// byte. With another world size than the checkpoint's, the samples not
+    /// yet delivered are dealt across this loader's ranks (see
+    /// [`LoaderState`]). A checkpoint of another pipeline, dataset, seed or
+    /// batching is refused.
+    pub fn resume(&mut self, state: &LoaderState) -> Result<Epoch<'_>, LoaderError> {
+        state.check_against(&self.config, self.ctx.dataset.len())?;
+        let world = self.config.distributed.map_or(1, |d| d.world_size);
+        let (segments, skip) = if state.world_size == world {
+            (state.segments.clone(), state.batches)
+        } else if self.config.sampler.is_some() {
+            return Err(LoaderError::InvalidConfig(format!(
+                "a custom sampler's epoch resumes on its own world size ({}), not {world}",
+                state.world_size
+            )));
+        } else {
+            let mut s = state.segments.clone();
+            s.push(Segment {
+                world_size: state.world_size,
+                batches: state.batches,
+            });
+            (s, 0)
+        };
+        let generation = self.next_generation;
+        self.next_generation += 1;
+        Epoch::start(self, state.epoch, generation, segments, skip)
     }
 
     /// The configuration.

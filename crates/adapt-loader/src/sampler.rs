@@ -7,34 +7,31 @@ use crate::LoaderConfig;
 /// function of the configuration's seed, shuffle, drop_last and rank/world
 /// size, the dataset length and the epoch: no other knob enters.
 pub fn epoch_order(config: &LoaderConfig, len: usize, epoch: u64) -> Vec<usize> {
+    order_after(config, len, epoch, &[])
+}
+
+/// This rank's order in `epoch` once the earlier `segments` of the epoch
+/// (deliveries on other world sizes, see [`crate::LoaderState`]) are taken
+/// out of the global order.
+pub(crate) fn order_after(
+    config: &LoaderConfig,
+    len: usize,
+    epoch: u64,
+    segments: &[crate::Segment],
+) -> Vec<usize> {
     if let Some(s) = &config.sampler {
         return s.order(len, epoch);
     }
-    let mut order: Vec<usize> = if config.shuffle {
+    let global: Vec<usize> = if config.shuffle {
         adapt_dataset::permutation(len, config.seed, epoch)
     } else {
         (0..len).collect()
     };
-    let Some(d) = config.distributed else {
-        return order;
-    };
-    let per_rank = config.samples_per_epoch(len);
-    let total = per_rank * d.world_size;
-    if total <= len {
-        order.truncate(total);
-    } else {
-        // Pad by repeating from the start (as often as needed).
-        let mut i = 0;
-        while order.len() < total {
-            order.push(order[i]);
-            i += 1;
-        }
-    }
-    order
-        .into_iter()
-        .skip(d.rank)
-        .step_by(d.world_size)
-        .collect()
+    let rest = crate::resume::rest(&global, segments, config.batch_size);
+    let (rank, world) = config
+        .distributed
+        .map_or((0, 1), |d| (d.rank, d.world_size));
+    crate::resume::share(rest, world, rank, config.drop_last)
 }
 
 #[cfg(test)]

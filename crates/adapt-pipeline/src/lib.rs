@@ -227,6 +227,7 @@ impl Built {
             normalize: self.normalize.clone(),
             output: self.output,
             decoder: self.decoder.clone(),
+            identity: self.identity(),
             ..base
         }
     }

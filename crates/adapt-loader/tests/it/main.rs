@@ -6,5 +6,6 @@
 mod failures;
 mod properties;
 mod real_data;
+mod resume;
 mod sweep;
 mod util;

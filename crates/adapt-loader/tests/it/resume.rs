@@ -1,0 +1,226 @@
+//! Checkpoints: exact resume on the same world size for every knob setting,
+//! elastic resume on another, refusals.
+
+use crate::util::{Synthetic, loader, run_epoch};
+use adapt_dataset::{Compose, Dataset, RandomCrop, RandomFlip};
+use adapt_loader::{Distributed, LoaderConfig, LoaderError, LoaderState};
+use proptest::prelude::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn random_pipeline() -> Arc<dyn adapt_dataset::Transform> {
+    let mut crop = RandomCrop::new(2, 2).unwrap();
+    crop.padding = [1; 4];
+    Arc::new(
+        Compose::new()
+            .then(crop)
+            .then(RandomFlip::horizontal(0.5).unwrap()),
+    )
+}
+
+/// Takes `n` batches of `epoch`, returns their indices and the checkpoint.
+fn take(
+    ds: &Arc<dyn Dataset>,
+    config: LoaderConfig,
+    epoch: u64,
+    n: usize,
+) -> (Vec<Vec<usize>>, LoaderState) {
+    let mut l = loader(Arc::clone(ds), config);
+    let mut e = l.epoch(epoch).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..n {
+        match e.next() {
+            Some(b) => got.push(b.unwrap().indices().to_vec()),
+            None => break,
+        }
+    }
+    (got, e.state())
+}
+
+fn rest_of(ds: &Arc<dyn Dataset>, config: LoaderConfig, state: &LoaderState) -> Vec<Vec<usize>> {
+    let mut l = loader(Arc::clone(ds), config);
+    l.resume(state)
+        .unwrap()
+        .map(|b| b.unwrap().indices().to_vec())
+        .collect()
+}
+
+#[test]
+fn resuming_yields_the_rest_byte_for_byte_for_every_knob_setting() {
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(53));
+    let base = LoaderConfig {
+        batch_size: 4,
+        shuffle: true,
+        seed: 3,
+        transform: Some(random_pipeline()),
+        identity: "synthetic|random".into(),
+        ..LoaderConfig::default()
+    };
+    let mut reference = loader(Arc::clone(&ds), base.clone());
+    let want = run_epoch(&mut reference, 2);
+    for stop in [0, 1, 6, 13, 14] {
+        let (_, state) = take(
+            &ds,
+            LoaderConfig {
+                num_workers: 2,
+                ..base.clone()
+            },
+            2,
+            stop,
+        );
+        let state = LoaderState::from_text(&state.to_text()).unwrap();
+        for (workers, prefetch, persist) in
+            [(0, None, false), (1, Some(1), false), (3, Some(4), true)]
+        {
+            let mut l = loader(
+                Arc::clone(&ds),
+                LoaderConfig {
+                    num_workers: workers,
+                    prefetch_factor: prefetch,
+                    persistent_workers: persist,
+                    ..base.clone()
+                },
+            );
+            let got: Vec<_> = l
+                .resume(&state)
+                .unwrap()
+                .map(|b| {
+                    let b = b.unwrap();
+                    (
+                        b.bytes().to_vec(),
+                        b.labels().to_vec(),
+                        b.indices().to_vec(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                got,
+                want.0[stop.min(want.0.len())..],
+                "stop {stop}, w{workers}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_checkpoint_of_another_seed_pipeline_or_dataset_is_refused() {
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(20));
+    let base = LoaderConfig {
+        batch_size: 3,
+        identity: "a".into(),
+        ..LoaderConfig::default()
+    };
+    let (_, state) = take(&ds, base.clone(), 0, 2);
+    for other in [
+        LoaderConfig {
+            seed: 1,
+            ..base.clone()
+        },
+        LoaderConfig {
+            identity: "b".into(),
+            ..base.clone()
+        },
+        LoaderConfig {
+            batch_size: 4,
+            ..base.clone()
+        },
+        LoaderConfig {
+            shuffle: true,
+            ..base.clone()
+        },
+    ] {
+        let mut l = loader(Arc::clone(&ds), other);
+        assert!(matches!(
+            l.resume(&state),
+            Err(LoaderError::CheckpointMismatch { .. })
+        ));
+    }
+    let smaller: Arc<dyn Dataset> = Arc::new(Synthetic::new(19));
+    let mut l = loader(smaller, base);
+    assert!(matches!(
+        l.resume(&state),
+        Err(LoaderError::CheckpointMismatch { .. })
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// Interrupted on W ranks after b batches, resumed on W′: every sample
+    /// of the epoch is delivered, none twice but padding's repeats (at most
+    /// W−1 + W′−1); with drop_last none twice and at most that many left out.
+    #[test]
+    fn elastic_resume_delivers_the_epoch_once(
+        len in 10usize..120, batch in 1usize..7, w1 in 1usize..5, w2 in 1usize..6,
+        frac in 0.0f64..1.0, shuffle in any::<bool>(), drop_last in any::<bool>(), w3 in 1usize..4,
+    ) {
+        let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(len));
+        let config = |rank, world| LoaderConfig {
+            batch_size: batch,
+            shuffle,
+            drop_last,
+            seed: 9,
+            distributed: Some(Distributed { rank, world_size: world }),
+            ..LoaderConfig::default()
+        };
+        let per_rank = adapt_loader::Loader::new(Arc::clone(&ds), config(0, w1)).unwrap().batches_per_epoch();
+        let stop = ((per_rank as f64) * frac) as usize;
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        let mut state = None;
+        for r in 0..w1 {
+            let (got, s) = take(&ds, config(r, w1), 5, stop);
+            for i in got.into_iter().flatten() { *count.entry(i).or_default() += 1; }
+            state = Some(s);
+        }
+        let state = state.unwrap();
+        // Resume on w2 ranks; then checkpoint again after one batch and
+        // finish on w3 ranks (two segments).
+        let mut state2 = None;
+        for r in 0..w2 {
+            let (got, s) = {
+                let mut l = loader(Arc::clone(&ds), config(r, w2));
+                let mut e = l.resume(&state).unwrap();
+                let got: Vec<usize> = e.next().map(|b| b.unwrap().indices().to_vec()).unwrap_or_default();
+                (got, e.state())
+            };
+            for i in got { *count.entry(i).or_default() += 1; }
+            state2 = Some(s);
+        }
+        let state2 = state2.unwrap();
+        for r in 0..w3 {
+            for i in rest_of(&ds, config(r, w3), &state2).into_iter().flatten() {
+                *count.entry(i).or_default() += 1;
+            }
+        }
+        let slack = (w1 - 1) + (w2 - 1) + (w3 - 1);
+        let delivered: usize = count.values().sum();
+        if drop_last {
+            prop_assert!(count.values().all(|&c| c == 1), "a sample twice with drop_last");
+            prop_assert!(count.len() + slack + (batch - 1) * (w1 + w2 + w3) >= len, "{} of {len} delivered", count.len());
+        } else {
+            prop_assert_eq!(count.len(), len, "every sample delivered");
+            prop_assert!(delivered - len <= slack, "{} repeats > {slack}", delivered - len);
+        }
+    }
+}
+
+#[test]
+fn same_world_resume_equals_the_uninterrupted_ranks() {
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(37));
+    for world in [1, 2, 3] {
+        for rank in 0..world {
+            let config = LoaderConfig {
+                batch_size: 3,
+                shuffle: true,
+                distributed: Some(Distributed {
+                    rank,
+                    world_size: world,
+                }),
+                ..LoaderConfig::default()
+            };
+            let (all, _) = take(&ds, config.clone(), 1, usize::MAX);
+            let (head, state) = take(&ds, config.clone(), 1, 2);
+            let tail = rest_of(&ds, config, &state);
+            assert_eq!([head, tail].concat(), all, "rank {rank} of {world}");
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The command line end to end, as separate OS processes: ranks from the
+//! launcher's variables, a rank killed with SIGKILL mid-epoch and restarted
+//! from its checkpoint.
+
+#![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+const WORLD: usize = 3;
+
+fn gen_cifar(dir: &Path) {
+    let ok = Command::new(XTASK)
+        .args(["gen", "--dataset", "cifar10", "--count", "150", "--out"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+fn load(dir: &Path, rank: usize, extra: &[&str]) -> Command {
+    let mut c = Command::new(XTASK);
+    c.args([
+        "load",
+        "--dataset",
+        "cifar10",
+        "--batch-size",
+        "4",
+        "--shuffle",
+        "--seed",
+        "5",
+    ])
+    .args([
+        "--num-workers",
+        "1",
+        "--print-batches",
+        "--distributed",
+        "auto",
+    ])
+    .args([
+        "--transform",
+        "random_crop(32,padding=4),hflip,normalize(cifar10)",
+    ])
+    .arg("--path")
+    .arg(dir)
+    .args(extra)
+    .env("RANK", rank.to_string())
+    .env("WORLD_SIZE", WORLD.to_string())
+    .env("LOCAL_RANK", rank.to_string())
+    .stderr(Stdio::null());
+    if !extra.contains(&"--epochs") {
+        c.args(["--epochs", "2"]);
+    }
+    c
+}
+
+/// The per-batch lines of a run: (epoch, batch, sha256 and indices).
+fn batch_lines(text: &str) -> Vec<(u64, u64, String)> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v.get("batch").is_some())
+        .map(|v| {
+            (
+                v["epoch"].as_u64().unwrap(),
+                v["batch"].as_u64().unwrap(),
+                format!("{} {}", v["sha256"], v["indices"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn ranks_from_torchrun_variables_split_the_epoch() {
+    let t = tempfile::tempdir().unwrap();
+    gen_cifar(t.path());
+    let mut seen = Vec::new();
+    for rank in 0..WORLD {
+        let out = load(t.path(), rank, &["--epochs", "1"]).output().unwrap();
+        assert!(out.status.success());
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(ix) = v.get("indices") {
+                seen.extend(ix.as_array().unwrap().iter().map(|i| i.as_u64().unwrap()));
+            }
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..150).collect::<Vec<u64>>(),
+        "disjoint shares covering the epoch"
+    );
+}
+
+#[test]
+fn a_rank_killed_mid_epoch_resumes_from_its_checkpoint_exactly() {
+    let t = tempfile::tempdir().unwrap();
+    gen_cifar(t.path());
+    let reference: Vec<_> = (0..WORLD)
+        .map(|r| {
+            let out = load(t.path(), r, &[]).output().unwrap();
+            assert!(out.status.success());
+            batch_lines(&String::from_utf8(out.stdout).unwrap())
+        })
+        .collect();
+    assert_eq!(
+        reference[1].len(),
+        2 * 13,
+        "50 samples a rank, batches of 4, 2 epochs"
+    );
+    let victim = 1;
+    let ck = t.path().join("rank1.ckpt");
+    let ck_arg = ck.to_str().unwrap();
+    let mut child = load(
+        t.path(),
+        victim,
+        &[
+            "--checkpoint-every",
+            "1",
+            "--checkpoint",
+            ck_arg,
+            "--step-ms",
+            "40",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut before = Vec::new();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Into the first epoch's second half, then SIGKILL.
+    while before.len() < 9 {
+        before.push(lines.next().unwrap().unwrap());
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    // Whatever it printed before it died.
+    before.extend(lines.map_while(Result::ok));
+    let text = std::fs::read_to_string(&ck).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(text.rsplit_once("\n#checksum").unwrap().0).unwrap();
+    let (epoch, pos) = (v["epoch"].as_u64().unwrap(), v["batches"].as_u64().unwrap());
+    assert!(
+        epoch == 0 && (8..13).contains(&pos),
+        "checkpoint at {epoch}/{pos}: mid-epoch"
+    );
+    // What the killed run delivered up to its checkpoint, then the restart.
+    let kept: Vec<_> = batch_lines(&before.join("\n"))
+        .into_iter()
+        .filter(|&(e, b, _)| e < epoch || (e == epoch && b < pos))
+        .collect();
+    let out = load(t.path(), victim, &["--resume", ck_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let after = batch_lines(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(
+        [kept, after].concat(),
+        reference[victim],
+        "killed + resumed = uninterrupted"
+    );
+    // A checkpoint of another seed is refused, a damaged one too.
+    let out = load(t.path(), victim, &["--resume", ck_arg, "--seed", "6"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    std::fs::write(&ck, text.replacen("\"batches\"", "\"batchez\"", 1)).unwrap();
+    let out = load(t.path(), victim, &["--resume", ck_arg])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a damaged checkpoint is an error, not a restart"
+    );
+}
