@@ -401,3 +401,57 @@ fn reduced_decoding_is_close_to_the_exact_path_and_consistent() {
         }
     }
 }
+
+/// A checkpoint of a pack's shard-streaming epoch resumes into exactly the
+/// batches the uninterrupted epoch yields after it.
+#[test]
+fn a_streaming_epoch_resumes_exactly() {
+    let t = tempfile::tempdir().unwrap();
+    let loose = t.path().join("c");
+    cifar(&loose, 60);
+    let source = adapt_formats::Cifar10::open(&loose, adapt_formats::Split::Train).unwrap();
+    let pack_dir = t.path().join("p");
+    adapt_pack::write_pack(
+        &source,
+        &adapt_pack::SourceInfo {
+            dataset: "cifar10".into(),
+            path: loose.display().to_string(),
+            class_names: None,
+        },
+        &pack_dir,
+        &adapt_pack::PackOptions {
+            shard_size: 16,
+            ..adapt_pack::PackOptions::default()
+        },
+        &|_| {},
+    )
+    .unwrap();
+    let built = Pipeline::new(DatasetSpec::new("pack", &pack_dir))
+        .with_transforms("random_crop(32,padding=4),hflip")
+        .unwrap()
+        .build()
+        .unwrap();
+    let loader = |workers: usize| {
+        let sampler = built.opened.pack_sampler(Some(20), 3, workers, None, 7).unwrap();
+        Loader::new(
+            built.dataset(),
+            built.loader_config(LoaderConfig {
+                batch_size: 7,
+                seed: 3,
+                sampler,
+                num_workers: workers,
+                ..LoaderConfig::default()
+            }),
+        )
+        .unwrap()
+    };
+    let bytes = |b: adapt_loader::Batch| (b.bytes().to_vec(), b.indices().to_vec());
+    let all: Vec<_> = loader(2).epoch(1).unwrap().map(|b| bytes(b.unwrap())).collect();
+    let mut first = loader(0);
+    let mut e = first.epoch(1).unwrap();
+    let head: Vec<_> = e.by_ref().take(4).map(|b| bytes(b.unwrap())).collect();
+    let state = e.state();
+    drop(e);
+    let tail: Vec<_> = loader(1).resume(&state).unwrap().map(|b| bytes(b.unwrap())).collect();
+    assert_eq!([head, tail].concat(), all);
+}
