@@ -44,6 +44,8 @@ pub struct Pipeline {
     pub dataset: DatasetSpec,
     /// The steps; `None` means the dataset's default: its usual
     /// normalisation only (what `load` and `tune` did before pipelines).
+    /// In JSON, a list of steps or their text form.
+    #[serde(default, deserialize_with = "steps_any")]
     pub transforms: Option<Vec<TransformSpec>>,
     /// `f32`, `u8` or `u8-nhwc`.
     #[serde(with = "output_name")]
@@ -54,6 +56,23 @@ pub struct Pipeline {
     /// slightly different resampling from the full decode).
     #[serde(default)]
     pub exact_decode: bool,
+}
+
+/// Steps as a list, as the text form, or null.
+fn steps_any<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<TransformSpec>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Steps {
+        Text(String),
+        List(Vec<TransformSpec>),
+    }
+    match Option::<Steps>::deserialize(d)? {
+        None => Ok(None),
+        Some(Steps::List(l)) => Ok(Some(l)),
+        Some(Steps::Text(t)) => parse_transforms(&t)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 mod output_name {
@@ -155,8 +174,19 @@ impl Pipeline {
             (true, n) => (None, n.and(normalize_values(&steps))),
             (false, n) => (n, None),
         };
-        let fingerprint =
-            dataset_fingerprint(&self.dataset.kind, &self.dataset.path, &*opened.dataset);
+        let fingerprint = match self.dataset.kind.as_str() {
+            "concat" => {
+                let parts: Vec<String> = self
+                    .dataset
+                    .parts
+                    .iter()
+                    .map(|p| format!("{}:{}", p.kind, p.path.display()))
+                    .collect();
+                let joined = parts.join(",");
+                dataset_fingerprint("concat", std::path::Path::new(&joined), &*opened.dataset)
+            }
+            _ => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, &*opened.dataset),
+        };
         // Reduced decoding only helps a first step that shrinks.
         let shrinks_first = matches!(
             steps.first(),

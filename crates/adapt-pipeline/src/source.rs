@@ -27,6 +27,10 @@ pub struct DatasetSpec {
     /// fixes the size).
     #[serde(default)]
     pub resize: Option<(u32, u32)>,
+    /// For kind `concat`: the datasets read one after the other (labels
+    /// unchanged, as PyTorch's `ConcatDataset`); `path` is then unused.
+    #[serde(default)]
+    pub parts: Vec<DatasetSpec>,
 }
 
 impl DatasetSpec {
@@ -37,11 +41,23 @@ impl DatasetSpec {
             path: path.into(),
             test_split: false,
             resize: None,
+            parts: Vec::new(),
+        }
+    }
+
+    /// The concatenation of `parts`.
+    pub fn concat(parts: Vec<DatasetSpec>) -> Self {
+        Self {
+            parts,
+            ..Self::new("concat", "")
         }
     }
 
     /// Opens the data.
     pub fn open(&self) -> Result<OpenedDataset, PipelineError> {
+        if self.kind == "concat" {
+            return self.open_concat();
+        }
         let split = if self.test_split {
             Split::Test
         } else {
@@ -52,6 +68,28 @@ impl DatasetSpec {
             Some((w, h)) => opened.resized(w, h),
             None => Ok(opened),
         }
+    }
+}
+
+impl DatasetSpec {
+    fn open_concat(&self) -> Result<OpenedDataset, PipelineError> {
+        let opened: Vec<OpenedDataset> = self
+            .parts
+            .iter()
+            .map(DatasetSpec::open)
+            .collect::<Result<_, _>>()?;
+        let first = opened
+            .first()
+            .ok_or_else(|| PipelineError::Option("a concatenation of no dataset".into()))?;
+        let normalize = first.normalize.clone();
+        let parts: Vec<Arc<dyn Dataset>> = opened.iter().map(|o| Arc::clone(&o.dataset)).collect();
+        let dataset: Arc<dyn Dataset> = Arc::new(Concat::new(parts));
+        Ok(OpenedDataset {
+            dataset,
+            normalize,
+            pack: None,
+            class_names: None,
+        })
     }
 }
 

@@ -1,0 +1,511 @@
+//! `adapt._adapt`: the Rust half of the Python package (`python/adapt` is
+//! the other). It exposes a loader built from a pipeline description, batches
+//! as numpy arrays over the loader's own buffers (no copy: the array's base
+//! object holds the batch, whose buffer returns to the pool when the array is
+//! released), checkpoints, ranks from the launcher, the tuner and profiles.
+//!
+//! It is not the Python API users call (that is `adapt.DataLoader`, in
+//! Python, with PyTorch's names and torch conversion) and holds no loader
+//! logic: it binds `adapt-pipeline`, `adapt-loader` and `adapt-tune`.
+//!
+//! The key design choice is a producer thread per loader: the Rust epoch
+//! borrows its loader, which a Python object cannot hold, so one thread owns
+//! both and answers requests (start, resume, next batch) over channels. The
+//! GIL is released while a request is served; waiting polls for signals, so
+//! Ctrl-C interrupts promptly and the loader stays usable (the abandoned
+//! request's answer is drained before the next one).
+
+use adapt_loader::{Batch, Distributed, Launch, Loader, LoaderConfig, LoaderError, LoaderState};
+use adapt_pipeline::{Pipeline, PipelineError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use numpy::ndarray::ArrayView4;
+use numpy::{PyArray1, PyArray4};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyMemoryError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::time::Duration;
+
+create_exception!(_adapt, AdaptError, PyException, "Base of every adapt error.");
+create_exception!(_adapt, ConfigError, AdaptError, "An impossible configuration or pipeline (names the option or step).");
+create_exception!(_adapt, DataError, AdaptError, "A dataset that cannot be opened (names the file).");
+create_exception!(_adapt, SampleError, AdaptError, "A sample that cannot be read or transformed (names the file or record).");
+create_exception!(_adapt, WorkerError, AdaptError, "A worker panicked or exited.");
+create_exception!(_adapt, LoaderTimeout, AdaptError, "A batch did not arrive within the loader's timeout.");
+create_exception!(_adapt, CheckpointError, AdaptError, "A damaged checkpoint, or one of another pipeline, seed or dataset.");
+
+fn loader_error(e: LoaderError) -> PyErr {
+    let text = e.to_string();
+    match e {
+        LoaderError::InvalidConfig(_) => ConfigError::new_err(text),
+        LoaderError::SampleFailed { .. } => SampleError::new_err(text),
+        LoaderError::WorkerPanicked { .. } | LoaderError::WorkersGone { .. } | LoaderError::Spawn(_) => {
+            WorkerError::new_err(text)
+        }
+        LoaderError::Timeout { .. } => LoaderTimeout::new_err(text),
+        LoaderError::Checkpoint(_) | LoaderError::CheckpointMismatch { .. } => CheckpointError::new_err(text),
+        LoaderError::Buffer { .. } => PyMemoryError::new_err(text),
+        _ => AdaptError::new_err(text),
+    }
+}
+
+fn pipeline_error(e: PipelineError) -> PyErr {
+    let text = e.to_string();
+    match e {
+        PipelineError::Format(_) | PipelineError::Pack(_) | PipelineError::MissingPath(_) => {
+            DataError::new_err(text)
+        }
+        _ => ConfigError::new_err(text),
+    }
+}
+
+/// One batch's data, owned: the base object of the numpy array over it.
+#[pyclass(frozen, module = "adapt._adapt")]
+struct BatchData {
+    batch: Batch,
+}
+
+#[pymethods]
+impl BatchData {
+    /// The images as a numpy array over the batch buffer (no copy):
+    /// float32 `[B, C, H, W]`, or uint8 `[B, C, H, W]` / `[B, H, W, C]`.
+    fn array<'py>(slf: Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let batch = &slf.get().batch;
+        let dims = batch.shape();
+        let dims = (dims[0], dims[1], dims[2], dims[3]);
+        let bad = |e: numpy::ndarray::ShapeError| AdaptError::new_err(format!("batch shape: {e}"));
+        let owner = slf.clone().into_any();
+        // SAFETY: the array's memory is the batch buffer owned by `slf`,
+        // which becomes the array's base object: it lives as long as the
+        // array, and a frozen BatchData never changes or moves its buffer.
+        match (batch.f32s(), batch.u8s()) {
+            (Some(values), _) => {
+                let view = ArrayView4::from_shape(dims, values).map_err(bad)?;
+                Ok(unsafe { PyArray4::borrow_from_array(&view, owner) }.into_any())
+            }
+            (None, Some(values)) => {
+                let view = ArrayView4::from_shape(dims, values).map_err(bad)?;
+                Ok(unsafe { PyArray4::borrow_from_array(&view, owner) }.into_any())
+            }
+            (None, None) => Err(AdaptError::new_err("a batch whose buffer cannot be viewed")),
+        }
+    }
+
+    /// Dataset indices of the batch's samples.
+    fn indices(&self) -> Vec<usize> {
+        self.batch.indices().to_vec()
+    }
+
+    /// Address of the batch buffer (to check that no copy was made).
+    fn address(&self) -> usize {
+        self.batch.bytes().as_ptr() as usize
+    }
+}
+
+enum Command {
+    Start(u64, u64),
+    Resume(u64, Box<LoaderState>),
+}
+
+/// What the producer sends, tagged with the request it answers, so answers
+/// to an epoch the consumer abandoned are recognised and dropped.
+enum Item {
+    Started(u64, Result<usize, LoaderError>),
+    Batch(u64, Option<Result<(Batch, LoaderState), LoaderError>>),
+}
+
+/// Owns the loader and its epoch: runs the epoch ahead of the consumer into
+/// a channel of one batch (so the hand-off between threads is not on the
+/// critical path), and gives way to a new command at once.
+fn produce(mut loader: Loader, commands: Receiver<Command>, out: Sender<Item>) {
+    let mut pending = commands.recv().ok();
+    while let Some(command) = pending.take() {
+        let (tag, epoch) = match command {
+            Command::Start(tag, e) => (tag, loader.epoch(e)),
+            Command::Resume(tag, state) => (tag, loader.resume(&state)),
+        };
+        let mut epoch = match epoch {
+            Ok(e) => e,
+            Err(e) => {
+                if out.send(Item::Started(tag, Err(e))).is_err() {
+                    return;
+                }
+                pending = commands.recv().ok();
+                continue;
+            }
+        };
+        let left = epoch.size_hint().1.unwrap_or(0);
+        if out.send(Item::Started(tag, Ok(left))).is_err() {
+            return;
+        }
+        loop {
+            if let Ok(c) = commands.try_recv() {
+                pending = Some(c);
+                break;
+            }
+            let item = epoch.next().map(|r| r.map(|b| (b, epoch.state())));
+            let more = matches!(item, Some(Ok(_)));
+            crossbeam_channel::select! {
+                send(out, Item::Batch(tag, item)) -> sent => {
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+                // A new command while the consumer is not taking batches
+                // (it abandoned this epoch): the batch is dropped with it.
+                recv(commands) -> c => {
+                    pending = c.ok();
+                    break;
+                }
+            }
+            if !more {
+                pending = commands.recv().ok();
+                break;
+            }
+        }
+    }
+}
+
+/// A loader over a pipeline, served by its own producer thread.
+#[pyclass(module = "adapt._adapt")]
+struct RawLoader {
+    commands: Option<Sender<Command>>,
+    items: Receiver<Item>,
+    /// Tag of the current epoch; items of other tags are stale.
+    tag: u64,
+    thread: Option<std::thread::JoinHandle<()>>,
+    batches_per_epoch: usize,
+    info: Py<PyDict>,
+    /// Where the loader stands after the last batch handed out.
+    state: Option<LoaderState>,
+}
+
+impl RawLoader {
+    /// Waits for the current epoch's next item without the GIL, polling for
+    /// signals (an interrupt raises; the epoch is then abandoned and its
+    /// leftovers dropped when the next one starts).
+    fn wait(&mut self, py: Python<'_>) -> PyResult<Item> {
+        let items = self.items.clone();
+        loop {
+            match py.detach(|| items.recv_timeout(Duration::from_millis(50))) {
+                Ok(Item::Started(tag, _) | Item::Batch(tag, _)) if tag != self.tag => {}
+                Ok(item) => return Ok(item),
+                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(WorkerError::new_err("the loader's thread is gone"));
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, py: Python<'_>, make: impl FnOnce(u64) -> Command) -> PyResult<usize> {
+        self.tag += 1;
+        self.state = None;
+        let sent = self
+            .commands
+            .as_ref()
+            .is_some_and(|c| c.send(make(self.tag)).is_ok());
+        if !sent {
+            return Err(WorkerError::new_err("the loader's thread is gone"));
+        }
+        match self.wait(py)? {
+            Item::Started(_, r) => r.map_err(loader_error),
+            Item::Batch(..) => Err(AdaptError::new_err("the loader answered out of turn")),
+        }
+    }
+}
+
+#[pymethods]
+impl RawLoader {
+    /// A loader over the pipeline `pipeline_json` (adapt_pipeline::Pipeline
+    /// as JSON) with PyTorch's knobs. Every impossible value is refused
+    /// here, as PyTorch refuses it.
+    #[new]
+    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        pipeline_json: &str,
+        batch_size: usize,
+        shuffle: bool,
+        num_workers: usize,
+        prefetch_factor: Option<usize>,
+        pin_memory: bool,
+        persistent_workers: bool,
+        drop_last: bool,
+        seed: u64,
+        rank: Option<usize>,
+        world_size: Option<usize>,
+        timeout: Option<f64>,
+        stream: Option<usize>,
+    ) -> PyResult<Self> {
+        let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
+        let timeout = match timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(ConfigError::new_err(format!("timeout {t} must be a positive number of seconds")));
+            }
+            Some(t) if t == 0.0 => None,
+            t => t.map(Duration::from_secs_f64),
+        };
+        let distributed = match (rank, world_size) {
+            (Some(rank), Some(world_size)) => Some(Distributed { rank, world_size }),
+            (None, None) => None,
+            _ => return Err(ConfigError::new_err("rank and world_size go together")),
+        };
+        let (loader, batches, info) = py.detach(|| -> PyResult<_> {
+            let built = pipeline.build().map_err(pipeline_error)?;
+            let sampler = built
+                .opened
+                .pack_sampler(stream, seed, num_workers, prefetch_factor, batch_size)
+                .map_err(pipeline_error)?;
+            let config = built.loader_config(LoaderConfig {
+                batch_size,
+                shuffle,
+                num_workers,
+                prefetch_factor,
+                pin_memory,
+                persistent_workers,
+                drop_last,
+                seed,
+                distributed,
+                timeout,
+                sampler,
+                ..LoaderConfig::default()
+            });
+            // Page-locked buffers when a CUDA device is there; otherwise
+            // pinned means ordinary memory, as on the host backend.
+            let engine = pin_memory
+                .then(|| adapt_transfer::TransferEngine::new(adapt_transfer::Device::Cuda(0)).ok())
+                .flatten();
+            let pinned = engine
+                .as_ref()
+                .and_then(|e| e.pinned_buffers(config.max_in_flight() + 2));
+            let loader = Loader::with_buffers(built.dataset(), config, pinned).map_err(loader_error)?;
+            let batches = loader.batches_per_epoch();
+            let shape = loader.sample_shape();
+            Ok((
+                loader,
+                batches,
+                (
+                    built.identity(),
+                    built.device_normalize.clone(),
+                    [shape.height, shape.width, shape.channels],
+                    built.output.name(),
+                    engine.is_some() && pin_memory,
+                    built.transforms_text(),
+                ),
+            ))
+        })?;
+        let dict = PyDict::new(py);
+        dict.set_item("identity", info.0)?;
+        dict.set_item("device_normalize", info.1)?;
+        dict.set_item("sample_shape", info.2)?;
+        dict.set_item("output", info.3)?;
+        dict.set_item("page_locked", info.4)?;
+        dict.set_item("transforms", info.5)?;
+        let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
+        let (item_tx, item_rx) = crossbeam_channel::bounded(1);
+        let thread = std::thread::Builder::new()
+            .name("adapt-python".into())
+            .spawn(move || produce(loader, cmd_rx, item_tx))
+            .map_err(|e| WorkerError::new_err(format!("cannot start the loader thread: {e}")))?;
+        Ok(Self {
+            commands: Some(cmd_tx),
+            items: item_rx,
+            tag: 0,
+            thread: Some(thread),
+            batches_per_epoch: batches,
+            info: dict.unbind(),
+            state: None,
+        })
+    }
+
+    /// Starts epoch `epoch`; returns its number of batches.
+    fn start(&mut self, py: Python<'_>, epoch: u64) -> PyResult<usize> {
+        self.command(py, |tag| Command::Start(tag, epoch))
+    }
+
+    /// Resumes from a checkpoint's text; returns (epoch, batches left).
+    fn resume(&mut self, py: Python<'_>, state: &str) -> PyResult<(u64, usize)> {
+        let state = LoaderState::from_text(state).map_err(loader_error)?;
+        let epoch = state.epoch;
+        let left = self.command(py, |tag| Command::Resume(tag, Box::new(state)))?;
+        Ok((epoch, left))
+    }
+
+    /// The next batch of the epoch: (data, labels), or None at the end of
+    /// the epoch.
+    #[allow(clippy::type_complexity)]
+    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
+        if self.commands.is_none() {
+            return Err(AdaptError::new_err("the loader is closed"));
+        }
+        match self.wait(py)? {
+            Item::Batch(_, None) => Ok(None),
+            Item::Batch(_, Some(Err(e))) => Err(loader_error(e)),
+            Item::Batch(_, Some(Ok((batch, state)))) => {
+                self.state = Some(state);
+                let labels = PyArray1::from_slice(py, batch.labels());
+                let data = Bound::new(py, BatchData { batch })?;
+                Ok(Some((data, labels)))
+            }
+            Item::Started(..) => Err(AdaptError::new_err("the loader answered out of turn")),
+        }
+    }
+
+    /// The checkpoint after the last batch handed out (None before any).
+    fn state(&self) -> Option<String> {
+        self.state.as_ref().map(LoaderState::to_text)
+    }
+
+    /// Batches per epoch for this rank.
+    fn batches_per_epoch(&self) -> usize {
+        self.batches_per_epoch
+    }
+
+    /// What the loader was built with: identity, sample shape, output…
+    fn info(&self, py: Python<'_>) -> Py<PyDict> {
+        self.info.clone_ref(py)
+    }
+
+    /// Stops the producer thread (its workers are joined).
+    fn close(&mut self, py: Python<'_>) {
+        self.commands = None;
+        // Unblock a producer waiting to hand over a batch.
+        while self.items.try_recv().is_ok() {}
+        if let Some(t) = self.thread.take() {
+            py.detach(|| {
+                // The thread's panics are caught per batch; a join error
+                // carries nothing we could report.
+                let _ = t.join();
+            });
+        }
+    }
+}
+
+impl Drop for RawLoader {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread; it is not joined here (no GIL
+        // to release), it exits after its current request.
+        self.commands = None;
+    }
+}
+
+/// The launcher's rank and world size: `(rank, world_size, local_rank,
+/// local_world_size, launcher)` from torchrun's or Slurm's variables, or
+/// None when neither is set.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn launch_from_env() -> PyResult<Option<(usize, usize, Option<usize>, Option<usize>, &'static str)>> {
+    Ok(Launch::from_env().map_err(loader_error)?.map(|l| {
+        (
+            l.distributed.rank,
+            l.distributed.world_size,
+            l.local_rank,
+            l.local_world_size,
+            l.launcher,
+        )
+    }))
+}
+
+/// Checks a transform text; returns its canonical form.
+#[pyfunction]
+fn parse_transform(text: &str) -> PyResult<String> {
+    adapt_pipeline::parse_transforms(text)
+        .map(|t| adapt_pipeline::transforms_text(&t))
+        .map_err(pipeline_error)
+}
+
+/// Runs the tuner on a pipeline (its dataset, steps and output) and returns
+/// the report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=false, seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn tune(
+    py: Python<'_>,
+    pipeline_json: &str,
+    batch_sizes: Vec<usize>,
+    strategy: &str,
+    profile: Option<std::path::PathBuf>,
+    retune: bool,
+    budget_bytes: Option<u64>,
+    trial_samples: usize,
+    final_repeats: usize,
+    plain: bool,
+    seed: u64,
+) -> PyResult<String> {
+    let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
+    let strategy = match strategy {
+        "avl" => adapt_tune::Strategy::Avl,
+        "grid" => adapt_tune::Strategy::Grid,
+        "both" => adapt_tune::Strategy::Both,
+        other => return Err(ConfigError::new_err(format!("strategy {other:?}: expected avl, grid or both"))),
+    };
+    let defaults = adapt_tune::TuneOptions::default();
+    let options = adapt_tune::TuneOptions {
+        dataset: adapt_tune::DatasetChoice::Named {
+            kind: pipeline.dataset.kind.clone(),
+            path: pipeline.dataset.path.clone(),
+        },
+        batch_sizes,
+        strategy,
+        budget_bytes,
+        trial: adapt_tune::TrialSpec {
+            samples: trial_samples,
+            seed,
+            ..adapt_tune::TrialSpec::default()
+        },
+        avl: if plain { adapt_search::AvlOptions::plain() } else { defaults.avl },
+        final_repeats,
+        profile,
+        retune,
+        resize: pipeline.dataset.resize,
+        transforms: pipeline.transforms.clone(),
+        output: pipeline.output,
+        exact_decode: pipeline.exact_decode,
+        ..defaults
+    };
+    let report = py
+        .detach(|| adapt_tune::run(&options, &|_| {}))
+        .map_err(|e| ConfigError::new_err(e.to_string()))?;
+    serde_json::to_string(&report).map_err(|e| AdaptError::new_err(e.to_string()))
+}
+
+/// The knobs a profile holds for this pipeline and batch size on this
+/// machine, or None.
+#[pyfunction]
+fn profile_knobs(py: Python<'_>, path: std::path::PathBuf, pipeline_json: &str, batch_size: usize) -> PyResult<Option<Py<PyDict>>> {
+    let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
+    let built = pipeline.build().map_err(pipeline_error)?;
+    let profile = adapt_tune::Profile::load(&path).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let machine = adapt_tune::Machine::detect();
+    let Some(entry) = profile.lookup(&built.identity(), batch_size, &machine) else {
+        return Ok(None);
+    };
+    let k = entry.knobs;
+    let d = PyDict::new(py);
+    d.set_item("num_workers", k.num_workers)?;
+    d.set_item("prefetch_factor", (k.num_workers > 0).then_some(k.prefetch_factor))?;
+    d.set_item("pin_memory", k.pin_memory)?;
+    d.set_item("persistent_workers", k.persistent_workers)?;
+    Ok(Some(d.unbind()))
+}
+
+#[pymodule]
+fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<RawLoader>()?;
+    m.add_class::<BatchData>()?;
+    m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
+    m.add("AdaptError", py.get_type::<AdaptError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("DataError", py.get_type::<DataError>())?;
+    m.add("SampleError", py.get_type::<SampleError>())?;
+    m.add("WorkerError", py.get_type::<WorkerError>())?;
+    m.add("LoaderTimeout", py.get_type::<LoaderTimeout>())?;
+    m.add("CheckpointError", py.get_type::<CheckpointError>())?;
+    Ok(())
+}
