@@ -8,42 +8,84 @@
 //! Python, with PyTorch's names and torch conversion) and holds no loader
 //! logic: it binds `adapt-pipeline`, `adapt-loader` and `adapt-tune`.
 //!
-//! The key design choice is a producer thread per loader: the Rust epoch
-//! borrows its loader, which a Python object cannot hold, so one thread owns
-//! both and answers requests (start, resume, next batch) over channels. The
-//! GIL is released while a request is served; waiting polls for signals, so
-//! Ctrl-C interrupts promptly and the loader stays usable (the abandoned
-//! request's answer is drained before the next one).
+//! The key design choice is that the Python thread that iterates drives the
+//! epoch itself (through `adapt_loader::Driver`, a loader owning its current
+//! epoch), with the GIL released: no extra thread or hand-off per batch, and
+//! without workers the batches are built in that thread, as PyTorch's main
+//! process builds them. Waiting re-attaches every 50 ms to run Python's
+//! signal handlers, so Ctrl-C ends the epoch promptly and the loader stays
+//! usable.
 
-use adapt_loader::{Batch, Distributed, Launch, Loader, LoaderConfig, LoaderError, LoaderState};
+mod dlpack;
+
+use adapt_loader::{
+    Batch, Distributed, Driver, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
+};
 use adapt_pipeline::{Pipeline, PipelineError};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use numpy::ndarray::ArrayView4;
 use numpy::{PyArray1, PyArray4};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyMemoryError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::sync::Mutex;
 use std::time::Duration;
 
-create_exception!(_adapt, AdaptError, PyException, "Base of every adapt error.");
-create_exception!(_adapt, ConfigError, AdaptError, "An impossible configuration or pipeline (names the option or step).");
-create_exception!(_adapt, DataError, AdaptError, "A dataset that cannot be opened (names the file).");
-create_exception!(_adapt, SampleError, AdaptError, "A sample that cannot be read or transformed (names the file or record).");
-create_exception!(_adapt, WorkerError, AdaptError, "A worker panicked or exited.");
-create_exception!(_adapt, LoaderTimeout, AdaptError, "A batch did not arrive within the loader's timeout.");
-create_exception!(_adapt, CheckpointError, AdaptError, "A damaged checkpoint, or one of another pipeline, seed or dataset.");
+create_exception!(
+    _adapt,
+    AdaptError,
+    PyException,
+    "Base of every adapt error."
+);
+create_exception!(
+    _adapt,
+    ConfigError,
+    AdaptError,
+    "An impossible configuration or pipeline (names the option or step)."
+);
+create_exception!(
+    _adapt,
+    DataError,
+    AdaptError,
+    "A dataset that cannot be opened (names the file)."
+);
+create_exception!(
+    _adapt,
+    SampleError,
+    AdaptError,
+    "A sample that cannot be read or transformed (names the file or record)."
+);
+create_exception!(
+    _adapt,
+    WorkerError,
+    AdaptError,
+    "A worker panicked or exited."
+);
+create_exception!(
+    _adapt,
+    LoaderTimeout,
+    AdaptError,
+    "A batch did not arrive within the loader's timeout."
+);
+create_exception!(
+    _adapt,
+    CheckpointError,
+    AdaptError,
+    "A damaged checkpoint, or one of another pipeline, seed or dataset."
+);
 
 fn loader_error(e: LoaderError) -> PyErr {
     let text = e.to_string();
     match e {
         LoaderError::InvalidConfig(_) => ConfigError::new_err(text),
         LoaderError::SampleFailed { .. } => SampleError::new_err(text),
-        LoaderError::WorkerPanicked { .. } | LoaderError::WorkersGone { .. } | LoaderError::Spawn(_) => {
-            WorkerError::new_err(text)
-        }
+        LoaderError::WorkerPanicked { .. }
+        | LoaderError::WorkersGone { .. }
+        | LoaderError::Spawn(_) => WorkerError::new_err(text),
         LoaderError::Timeout { .. } => LoaderTimeout::new_err(text),
-        LoaderError::Checkpoint(_) | LoaderError::CheckpointMismatch { .. } => CheckpointError::new_err(text),
+        LoaderError::Checkpoint(_) | LoaderError::CheckpointMismatch { .. } => {
+            CheckpointError::new_err(text)
+        }
         LoaderError::Buffer { .. } => PyMemoryError::new_err(text),
         _ => AdaptError::new_err(text),
     }
@@ -91,6 +133,37 @@ impl BatchData {
         }
     }
 
+    /// DLPack export (CPU, compact NCHW/NHWC): the consumer's tensor reads
+    /// the batch buffer, which stays alive until the consumer releases it.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        slf: Bound<'_, Self>,
+        stream: Option<Bound<'_, PyAny>>,
+        max_version: Option<Bound<'_, PyAny>>,
+        dl_device: Option<Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = (stream, max_version, dl_device);
+        if copy == Some(true) {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "adapt batches export without a copy (copy=True refused)",
+            ));
+        }
+        let py = slf.py();
+        let batch = &slf.get().batch;
+        let (ptr, shape, float) = (
+            batch.bytes().as_ptr(),
+            batch.shape(),
+            batch.f32s().is_some(),
+        );
+        dlpack::export(py, slf.clone().into_any().unbind(), ptr, shape, float)
+    }
+
+    /// The device of a DLPack export: the CPU (kDLCPU = 1, device 0).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+
     /// Dataset indices of the batch's samples.
     fn indices(&self) -> Vec<usize> {
         self.batch.indices().to_vec()
@@ -102,117 +175,46 @@ impl BatchData {
     }
 }
 
-enum Command {
-    Start(u64, u64),
-    Resume(u64, Box<LoaderState>),
-}
-
-/// What the producer sends, tagged with the request it answers, so answers
-/// to an epoch the consumer abandoned are recognised and dropped.
-enum Item {
-    Started(u64, Result<usize, LoaderError>),
-    Batch(u64, Option<Result<(Batch, LoaderState), LoaderError>>),
-}
-
-/// Owns the loader and its epoch: runs the epoch ahead of the consumer into
-/// a channel of one batch (so the hand-off between threads is not on the
-/// critical path), and gives way to a new command at once.
-fn produce(mut loader: Loader, commands: Receiver<Command>, out: Sender<Item>) {
-    let mut pending = commands.recv().ok();
-    while let Some(command) = pending.take() {
-        let (tag, epoch) = match command {
-            Command::Start(tag, e) => (tag, loader.epoch(e)),
-            Command::Resume(tag, state) => (tag, loader.resume(&state)),
-        };
-        let mut epoch = match epoch {
-            Ok(e) => e,
-            Err(e) => {
-                if out.send(Item::Started(tag, Err(e))).is_err() {
-                    return;
-                }
-                pending = commands.recv().ok();
-                continue;
-            }
-        };
-        let left = epoch.size_hint().1.unwrap_or(0);
-        if out.send(Item::Started(tag, Ok(left))).is_err() {
-            return;
-        }
-        loop {
-            if let Ok(c) = commands.try_recv() {
-                pending = Some(c);
-                break;
-            }
-            let item = epoch.next().map(|r| r.map(|b| (b, epoch.state())));
-            let more = matches!(item, Some(Ok(_)));
-            crossbeam_channel::select! {
-                send(out, Item::Batch(tag, item)) -> sent => {
-                    if sent.is_err() {
-                        return;
-                    }
-                }
-                // A new command while the consumer is not taking batches
-                // (it abandoned this epoch): the batch is dropped with it.
-                recv(commands) -> c => {
-                    pending = c.ok();
-                    break;
-                }
-            }
-            if !more {
-                pending = commands.recv().ok();
-                break;
-            }
-        }
-    }
-}
-
-/// A loader over a pipeline, served by its own producer thread.
+/// A loader over a pipeline, driven from the Python thread that iterates
+/// it (as PyTorch's main process drives its DataLoader): without workers
+/// the batches are built here, with the GIL released.
 #[pyclass(module = "adapt._adapt")]
 struct RawLoader {
-    commands: Option<Sender<Command>>,
-    items: Receiver<Item>,
-    /// Tag of the current epoch; items of other tags are stale.
-    tag: u64,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// `None` once closed.
+    driver: Mutex<Option<Driver>>,
     batches_per_epoch: usize,
     info: Py<PyDict>,
-    /// Where the loader stands after the last batch handed out.
-    state: Option<LoaderState>,
 }
 
 impl RawLoader {
-    /// Waits for the current epoch's next item without the GIL, polling for
-    /// signals (an interrupt raises; the epoch is then abandoned and its
-    /// leftovers dropped when the next one starts).
-    fn wait(&mut self, py: Python<'_>) -> PyResult<Item> {
-        let items = self.items.clone();
-        loop {
-            match py.detach(|| items.recv_timeout(Duration::from_millis(50))) {
-                Ok(Item::Started(tag, _) | Item::Batch(tag, _)) if tag != self.tag => {}
-                Ok(item) => return Ok(item),
-                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(WorkerError::new_err("the loader's thread is gone"));
-                }
-            }
-        }
+    fn driver(&mut self) -> PyResult<&mut Driver> {
+        self.driver
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_mut()
+            .ok_or_else(|| AdaptError::new_err("the loader is closed"))
     }
+}
 
-    fn command(&mut self, py: Python<'_>, make: impl FnOnce(u64) -> Command) -> PyResult<usize> {
-        self.tag += 1;
-        self.state = None;
-        let sent = self
-            .commands
-            .as_ref()
-            .is_some_and(|c| c.send(make(self.tag)).is_ok());
-        if !sent {
-            return Err(WorkerError::new_err("the loader's thread is gone"));
-        }
-        match self.wait(py)? {
-            Item::Started(_, r) => r.map_err(loader_error),
-            Item::Batch(..) => Err(AdaptError::new_err("the loader answered out of turn")),
-        }
-    }
+/// Runs `f` without the GIL, giving it a check that re-attaches every
+/// [`adapt_loader::POLL`] of waiting to run Python's signal handlers: a
+/// KeyboardInterrupt they raise is returned beside `f`'s result.
+fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce(&mut dyn FnMut() -> bool) -> T + Send,
+) -> (T, Option<PyErr>) {
+    let mut raised = None;
+    let out = py.detach(|| {
+        let mut interrupt = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(e) => {
+                raised = Some(e);
+                true
+            }
+        };
+        f(&mut interrupt)
+    });
+    (out, raised)
 }
 
 #[pymethods]
@@ -242,9 +244,10 @@ impl RawLoader {
         let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
         let timeout = match timeout {
             Some(t) if !(t.is_finite() && t > 0.0) => {
-                return Err(ConfigError::new_err(format!("timeout {t} must be a positive number of seconds")));
+                return Err(ConfigError::new_err(format!(
+                    "timeout {t} must be a positive number of seconds"
+                )));
             }
-            Some(t) if t == 0.0 => None,
             t => t.map(Duration::from_secs_f64),
         };
         let distributed = match (rank, world_size) {
@@ -280,7 +283,8 @@ impl RawLoader {
             let pinned = engine
                 .as_ref()
                 .and_then(|e| e.pinned_buffers(config.max_in_flight() + 2));
-            let loader = Loader::with_buffers(built.dataset(), config, pinned).map_err(loader_error)?;
+            let loader =
+                Loader::with_buffers(built.dataset(), config, pinned).map_err(loader_error)?;
             let batches = loader.batches_per_epoch();
             let shape = loader.sample_shape();
             Ok((
@@ -303,59 +307,54 @@ impl RawLoader {
         dict.set_item("output", info.3)?;
         dict.set_item("page_locked", info.4)?;
         dict.set_item("transforms", info.5)?;
-        let (cmd_tx, cmd_rx) = crossbeam_channel::unbounded();
-        let (item_tx, item_rx) = crossbeam_channel::bounded(1);
-        let thread = std::thread::Builder::new()
-            .name("adapt-python".into())
-            .spawn(move || produce(loader, cmd_rx, item_tx))
-            .map_err(|e| WorkerError::new_err(format!("cannot start the loader thread: {e}")))?;
         Ok(Self {
-            commands: Some(cmd_tx),
-            items: item_rx,
-            tag: 0,
-            thread: Some(thread),
+            driver: Mutex::new(Some(Driver::new(loader))),
             batches_per_epoch: batches,
             info: dict.unbind(),
-            state: None,
         })
     }
 
     /// Starts epoch `epoch`; returns its number of batches.
     fn start(&mut self, py: Python<'_>, epoch: u64) -> PyResult<usize> {
-        self.command(py, |tag| Command::Start(tag, epoch))
+        let driver = self.driver()?;
+        // Starting an epoch may join the last one's workers: no GIL.
+        py.detach(|| driver.start(epoch)).map_err(loader_error)
     }
 
     /// Resumes from a checkpoint's text; returns (epoch, batches left).
     fn resume(&mut self, py: Python<'_>, state: &str) -> PyResult<(u64, usize)> {
         let state = LoaderState::from_text(state).map_err(loader_error)?;
-        let epoch = state.epoch;
-        let left = self.command(py, |tag| Command::Resume(tag, Box::new(state)))?;
-        Ok((epoch, left))
+        let driver = self.driver()?;
+        let left = py.detach(|| driver.resume(&state)).map_err(loader_error)?;
+        Ok((state.epoch, left))
     }
 
     /// The next batch of the epoch: (data, labels), or None at the end of
-    /// the epoch.
+    /// the epoch. Ctrl-C while waiting ends the epoch with KeyboardInterrupt;
+    /// the loader can start another.
     #[allow(clippy::type_complexity)]
-    fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
-        if self.commands.is_none() {
-            return Err(AdaptError::new_err("the loader is closed"));
-        }
-        match self.wait(py)? {
-            Item::Batch(_, None) => Ok(None),
-            Item::Batch(_, Some(Err(e))) => Err(loader_error(e)),
-            Item::Batch(_, Some(Ok((batch, state)))) => {
-                self.state = Some(state);
+    fn next<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
+        let driver = self.driver()?;
+        let (item, raised) = detached(py, |interrupt| driver.next(interrupt));
+        match item {
+            None => Ok(None),
+            Some(Err(LoaderError::Interrupted { .. })) => Err(raised
+                .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))),
+            Some(Err(e)) => Err(loader_error(e)),
+            Some(Ok(batch)) => {
                 let labels = PyArray1::from_slice(py, batch.labels());
                 let data = Bound::new(py, BatchData { batch })?;
                 Ok(Some((data, labels)))
             }
-            Item::Started(..) => Err(AdaptError::new_err("the loader answered out of turn")),
         }
     }
 
-    /// The checkpoint after the last batch handed out (None before any).
-    fn state(&self) -> Option<String> {
-        self.state.as_ref().map(LoaderState::to_text)
+    /// The checkpoint after the last batch handed out (None without an epoch).
+    fn state(&mut self) -> PyResult<Option<String>> {
+        Ok(self.driver()?.state().as_ref().map(LoaderState::to_text))
     }
 
     /// Batches per epoch for this rank.
@@ -368,26 +367,14 @@ impl RawLoader {
         self.info.clone_ref(py)
     }
 
-    /// Stops the producer thread (its workers are joined).
+    /// Stops the loader now: its epoch ends, its workers are joined.
     fn close(&mut self, py: Python<'_>) {
-        self.commands = None;
-        // Unblock a producer waiting to hand over a batch.
-        while self.items.try_recv().is_ok() {}
-        if let Some(t) = self.thread.take() {
-            py.detach(|| {
-                // The thread's panics are caught per batch; a join error
-                // carries nothing we could report.
-                let _ = t.join();
-            });
-        }
-    }
-}
-
-impl Drop for RawLoader {
-    fn drop(&mut self) {
-        // Closing the channel ends the thread; it is not joined here (no GIL
-        // to release), it exits after its current request.
-        self.commands = None;
+        let driver = self
+            .driver
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        py.detach(|| drop(driver));
     }
 }
 
@@ -396,7 +383,8 @@ impl Drop for RawLoader {
 /// None when neither is set.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
-fn launch_from_env() -> PyResult<Option<(usize, usize, Option<usize>, Option<usize>, &'static str)>> {
+fn launch_from_env() -> PyResult<Option<(usize, usize, Option<usize>, Option<usize>, &'static str)>>
+{
     Ok(Launch::from_env().map_err(loader_error)?.map(|l| {
         (
             l.distributed.rank,
@@ -439,7 +427,11 @@ fn tune(
         "avl" => adapt_tune::Strategy::Avl,
         "grid" => adapt_tune::Strategy::Grid,
         "both" => adapt_tune::Strategy::Both,
-        other => return Err(ConfigError::new_err(format!("strategy {other:?}: expected avl, grid or both"))),
+        other => {
+            return Err(ConfigError::new_err(format!(
+                "strategy {other:?}: expected avl, grid or both"
+            )));
+        }
     };
     let defaults = adapt_tune::TuneOptions::default();
     let options = adapt_tune::TuneOptions {
@@ -455,7 +447,11 @@ fn tune(
             seed,
             ..adapt_tune::TrialSpec::default()
         },
-        avl: if plain { adapt_search::AvlOptions::plain() } else { defaults.avl },
+        avl: if plain {
+            adapt_search::AvlOptions::plain()
+        } else {
+            defaults.avl
+        },
         final_repeats,
         profile,
         retune,
@@ -474,10 +470,16 @@ fn tune(
 /// The knobs a profile holds for this pipeline and batch size on this
 /// machine, or None.
 #[pyfunction]
-fn profile_knobs(py: Python<'_>, path: std::path::PathBuf, pipeline_json: &str, batch_size: usize) -> PyResult<Option<Py<PyDict>>> {
+fn profile_knobs(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    pipeline_json: &str,
+    batch_size: usize,
+) -> PyResult<Option<Py<PyDict>>> {
     let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
     let built = pipeline.build().map_err(pipeline_error)?;
-    let profile = adapt_tune::Profile::load(&path).map_err(|e| ConfigError::new_err(e.to_string()))?;
+    let profile =
+        adapt_tune::Profile::load(&path).map_err(|e| ConfigError::new_err(e.to_string()))?;
     let machine = adapt_tune::Machine::detect();
     let Some(entry) = profile.lookup(&built.identity(), batch_size, &machine) else {
         return Ok(None);
@@ -485,7 +487,10 @@ fn profile_knobs(py: Python<'_>, path: std::path::PathBuf, pipeline_json: &str, 
     let k = entry.knobs;
     let d = PyDict::new(py);
     d.set_item("num_workers", k.num_workers)?;
-    d.set_item("prefetch_factor", (k.num_workers > 0).then_some(k.prefetch_factor))?;
+    d.set_item(
+        "prefetch_factor",
+        (k.num_workers > 0).then_some(k.prefetch_factor),
+    )?;
     d.set_item("pin_memory", k.pin_memory)?;
     d.set_item("persistent_workers", k.persistent_workers)?;
     Ok(Some(d.unbind()))

@@ -1,23 +1,36 @@
-use crate::worker::{Done, Task, WorkerState, Workers, build, inline_state};
-use crate::{Batch, Loader, LoaderError, LoaderState, Segment};
+use crate::worker::{Context, Done, Task, WorkerState, Workers, build, inline_state};
+use crate::{Batch, Loader, LoaderConfig, LoaderError, LoaderState, Segment};
 use crossbeam_channel::RecvTimeoutError;
 use std::collections::VecDeque;
+use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-enum Source<'a> {
+enum Source {
     /// `num_workers = 0`: batches are built in `next()`.
     Inline(WorkerState),
     /// The loader's persistent workers.
-    Persistent(&'a Workers),
+    Persistent(Arc<Workers>),
     /// Workers of this epoch only, joined when it ends or is dropped.
     Owned(Workers),
 }
 
 /// One epoch's batches, in sampler order. After an error the epoch is over
 /// and `next()` returns `None`.
+///
+/// It borrows its loader mutably (`'a`), so one epoch runs at a time; what
+/// it reads of the loader it holds itself (shared parts), which lets
+/// [`crate::Driver`] keep an epoch beside the loader it came from.
 pub struct Epoch<'a> {
-    loader: &'a Loader,
-    source: Source<'a>,
+    core: EpochCore,
+    _loader: PhantomData<&'a mut Loader>,
+}
+
+/// The epoch itself, free of the loader's borrow.
+pub(crate) struct EpochCore {
+    ctx: Arc<Context>,
+    config: Arc<LoaderConfig>,
+    source: Source,
     epoch: u64,
     generation: u64,
     order: Arc<Vec<usize>>,
@@ -43,7 +56,67 @@ impl<'a> Epoch<'a> {
         segments: Vec<Segment>,
         skip: usize,
     ) -> Result<Self, LoaderError> {
-        let loader: &'a Loader = loader;
+        Ok(Self {
+            core: EpochCore::start(loader, epoch, generation, segments, skip)?,
+            _loader: PhantomData,
+        })
+    }
+
+    /// Number of batches this epoch yields (fewer only when `skip` empties
+    /// a whole batch).
+    pub fn batches(&self) -> usize {
+        self.core.batches
+    }
+
+    /// Samples skipped so far under the `skip` policy.
+    pub fn skipped(&self) -> usize {
+        self.core.skipped
+    }
+
+    /// The most batches that were in flight at once so far (never above
+    /// `num_workers × prefetch_factor`).
+    pub fn max_in_flight(&self) -> usize {
+        self.core.max_in_flight
+    }
+
+    /// A checkpoint at this batch boundary: resuming from it
+    /// ([`Loader::resume`]) yields the batches this epoch has not yet
+    /// yielded, byte for byte. Take it between two `next()` calls.
+    pub fn state(&self) -> LoaderState {
+        self.core.state()
+    }
+
+    /// Whether every batch of the epoch has been handed out (a checkpoint
+    /// taken now resumes into an empty epoch: go on with the next).
+    pub fn is_done(&self) -> bool {
+        self.core.is_done()
+    }
+
+    /// The dataset indices of this epoch, in order.
+    pub fn order(&self) -> &[usize] {
+        &self.core.order
+    }
+
+    /// The next batch, as `next()`, but asking `interrupt` every [`POLL`]
+    /// while it waits (a Python binding checks for Ctrl-C there). When
+    /// `interrupt` answers `true` this returns [`LoaderError::Interrupted`]
+    /// and the epoch is over; the loader can start another.
+    pub fn next_interruptible(
+        &mut self,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Option<Result<Batch, LoaderError>> {
+        self.core.step(Some(interrupt))
+    }
+}
+
+impl EpochCore {
+    pub(crate) fn start(
+        loader: &mut Loader,
+        epoch: u64,
+        generation: u64,
+        segments: Vec<Segment>,
+        skip: usize,
+    ) -> Result<Self, LoaderError> {
         let config = &loader.config;
         let len = loader.ctx.dataset.len();
         let order = Arc::new(crate::sampler::order_after(config, len, epoch, &segments));
@@ -54,13 +127,18 @@ impl<'a> Epoch<'a> {
         }
         let source = match (&loader.persistent, config.num_workers) {
             (_, 0) => Source::Inline(inline_state()),
-            (Some(w), _) => Source::Persistent(w),
+            (Some(w), _) => {
+                // This epoch is now the one the persistent workers serve.
+                w.activate(generation);
+                Source::Persistent(Arc::clone(w))
+            }
             (None, n) => Source::Owned(Workers::spawn(&loader.ctx, n)?),
         };
         let batches = config.batches_for(order.len());
         let skip = skip.min(batches);
         let mut e = Self {
-            loader,
+            ctx: Arc::clone(&loader.ctx),
+            config: Arc::clone(&loader.config),
             source,
             epoch,
             generation,
@@ -78,28 +156,8 @@ impl<'a> Epoch<'a> {
         Ok(e)
     }
 
-    /// Number of batches this epoch yields (fewer only when `skip` empties
-    /// a whole batch).
-    pub fn batches(&self) -> usize {
-        self.batches
-    }
-
-    /// Samples skipped so far under the `skip` policy.
-    pub fn skipped(&self) -> usize {
-        self.skipped
-    }
-
-    /// The most batches that were in flight at once so far (never above
-    /// `num_workers × prefetch_factor`).
-    pub fn max_in_flight(&self) -> usize {
-        self.max_in_flight
-    }
-
-    /// A checkpoint at this batch boundary: resuming from it
-    /// ([`Loader::resume`]) yields the batches this epoch has not yet
-    /// yielded, byte for byte. Take it between two `next()` calls.
-    pub fn state(&self) -> LoaderState {
-        let config = &self.loader.config;
+    pub(crate) fn state(&self) -> LoaderState {
+        let config = &self.config;
         let (rank, world_size) = config
             .distributed
             .map_or((0, 1), |d| (d.rank, d.world_size));
@@ -114,33 +172,34 @@ impl<'a> Epoch<'a> {
             batch_size: config.batch_size,
             shuffle: config.shuffle,
             drop_last: config.drop_last,
-            dataset_len: self.loader.ctx.dataset.len(),
+            dataset_len: self.ctx.dataset.len(),
             identity: config.identity.clone(),
             custom_sampler: config.sampler.is_some(),
         }
     }
 
-    /// Whether every batch of the epoch has been handed out (a checkpoint
-    /// taken now resumes into an empty epoch: go on with the next).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.finished || self.next_out >= self.batches
     }
 
-    /// The dataset indices of this epoch, in order.
-    pub fn order(&self) -> &[usize] {
-        &self.order
+    pub(crate) fn left(&self) -> usize {
+        if self.finished {
+            0
+        } else {
+            self.batches - self.next_out
+        }
     }
 
     fn workers(&self) -> Option<&Workers> {
         match &self.source {
             Source::Inline(_) => None,
-            Source::Persistent(w) => Some(w),
+            Source::Persistent(w) => Some(&**w),
             Source::Owned(w) => Some(w),
         }
     }
 
     fn task(&self, number: usize) -> Task {
-        let bs = self.loader.config.batch_size;
+        let bs = self.config.batch_size;
         Task {
             generation: self.generation,
             epoch: self.epoch,
@@ -156,7 +215,7 @@ impl<'a> Epoch<'a> {
         let Some(workers) = self.workers() else {
             return;
         };
-        let bound = self.loader.config.max_in_flight();
+        let bound = self.config.max_in_flight();
         let mut next_in = self.next_in;
         while next_in < self.batches && next_in - self.next_out < bound {
             // A closed queue shows up as WorkersGone when results are awaited.
@@ -167,15 +226,42 @@ impl<'a> Epoch<'a> {
         self.max_in_flight = self.max_in_flight.max(self.next_in - self.next_out);
     }
 
-    fn receive(&mut self) -> Result<Batch, LoaderError> {
+    /// The next batch in order: built here (no workers) or taken from the
+    /// workers' results. `interrupt`, when given, is asked every
+    /// [`POLL`] while waiting (and while building without workers); when it
+    /// answers `true` the wait ends with [`LoaderError::Interrupted`].
+    fn receive<'f>(
+        &mut self,
+        mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
+    ) -> Result<Batch, LoaderError> {
+        let (epoch, batch) = (self.epoch, self.next_out);
         if matches!(self.source, Source::Inline(_)) {
             let task = self.task(self.next_out);
             self.max_in_flight = self.max_in_flight.max(1);
             let Source::Inline(state) = &mut self.source else {
                 unreachable!("checked above")
             };
-            return build(&self.loader.ctx, state, &task, 0, &|| false);
+            let mut interrupted = false;
+            let mut last = Instant::now();
+            let mut cancelled = || {
+                // Asked once per sample; the caller's check (which may take
+                // a lock) runs at most every POLL.
+                if let Some(f) = interrupt.as_mut()
+                    && last.elapsed() >= POLL
+                {
+                    last = Instant::now();
+                    interrupted |= f();
+                }
+                interrupted
+            };
+            let built = build(&self.ctx, state, &task, 0, &mut cancelled);
+            return if interrupted {
+                Err(LoaderError::Interrupted { epoch, batch })
+            } else {
+                built
+            };
         }
+        let deadline = self.config.timeout.map(|t| (Instant::now() + t, t));
         loop {
             if let Some(Some(_)) = self.window.front()
                 && let Some(Some(r)) = self.window.pop_front()
@@ -185,34 +271,53 @@ impl<'a> Epoch<'a> {
             let Some(workers) = self.workers() else {
                 unreachable!("inline handled above")
             };
-            let got = match crate::worker::spin_recv(&workers.results, self.loader.ctx.spin) {
-                Some(done) => Ok(done),
-                None => match self.loader.config.timeout {
-                    Some(t) => workers.results.recv_timeout(t).map_err(|e| match e {
-                        RecvTimeoutError::Timeout => LoaderError::Timeout {
-                            epoch: self.epoch,
-                            batch: self.next_out,
-                            waited: t,
+            if !workers.is_active(self.generation) {
+                return Err(LoaderError::Superseded { epoch });
+            }
+            let gone = || LoaderError::WorkersGone { epoch, batch };
+            let done = match crate::worker::spin_recv(&workers.results, self.ctx.spin) {
+                Some(done) => done,
+                None => loop {
+                    let wait = match (deadline, interrupt.is_some()) {
+                        (None, false) => None,
+                        (None, true) => Some(POLL),
+                        (Some((d, _)), polling) => {
+                            let left = d.saturating_duration_since(Instant::now());
+                            Some(if polling { left.min(POLL) } else { left })
+                        }
+                    };
+                    let got = match wait {
+                        None => workers.results.recv().map_err(|_| gone())?,
+                        Some(w) => match workers.results.recv_timeout(w) {
+                            Ok(done) => done,
+                            Err(RecvTimeoutError::Disconnected) => return Err(gone()),
+                            Err(RecvTimeoutError::Timeout) => {
+                                if let Some((d, waited)) = deadline
+                                    && Instant::now() >= d
+                                {
+                                    return Err(LoaderError::Timeout {
+                                        epoch,
+                                        batch,
+                                        waited,
+                                    });
+                                }
+                                if let Some(f) = interrupt.as_mut()
+                                    && f()
+                                {
+                                    return Err(LoaderError::Interrupted { epoch, batch });
+                                }
+                                continue;
+                            }
                         },
-                        RecvTimeoutError::Disconnected => LoaderError::WorkersGone {
-                            epoch: self.epoch,
-                            batch: self.next_out,
-                        },
-                    }),
-                    None => workers
-                        .results
-                        .recv()
-                        .map_err(|_| LoaderError::WorkersGone {
-                            epoch: self.epoch,
-                            batch: self.next_out,
-                        }),
+                    };
+                    break got;
                 },
             };
             let Done {
                 generation,
                 number,
                 result,
-            } = got?;
+            } = done;
             if generation != self.generation || number < self.next_out {
                 continue; // A stale result of an abandoned epoch: its drop recycles the buffer.
             }
@@ -223,14 +328,18 @@ impl<'a> Epoch<'a> {
             self.window[slot] = Some(result);
         }
     }
-}
 
-impl Iterator for Epoch<'_> {
-    type Item = Result<Batch, LoaderError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+    pub(crate) fn step<'f>(
+        &mut self,
+        mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
+    ) -> Option<Result<Batch, LoaderError>> {
         while !self.finished && self.next_out < self.batches {
-            let r = self.receive();
+            let r = self.receive(interrupt.as_deref_mut());
+            if matches!(r, Err(LoaderError::Interrupted { .. })) {
+                // Nothing was consumed: the position stays at this batch.
+                self.finished = true;
+                return Some(r);
+            }
             self.next_out += 1;
             self.fill();
             match r {
@@ -249,18 +358,24 @@ impl Iterator for Epoch<'_> {
         }
         None
     }
+}
+
+/// How often a waiting epoch asks its interrupt check.
+pub const POLL: Duration = Duration::from_millis(50);
+
+impl Iterator for Epoch<'_> {
+    type Item = Result<Batch, LoaderError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.core.step(None)
+    }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = if self.finished {
-            0
-        } else {
-            self.batches - self.next_out
-        };
-        (0, Some(left))
+        (0, Some(self.core.left()))
     }
 }
 
-impl Drop for Epoch<'_> {
+impl Drop for EpochCore {
     fn drop(&mut self) {
         if let Some(w) = self.workers() {
             // Stop building this epoch's batches now; owned workers are then

@@ -59,6 +59,20 @@ pub enum LoaderError {
         /// The provider's message.
         message: String,
     },
+    /// The consumer's interrupt check asked to stop (Ctrl-C in Python).
+    #[error("epoch {epoch}, batch {batch}: interrupted")]
+    Interrupted {
+        /// Epoch.
+        epoch: u64,
+        /// The batch waited for.
+        batch: usize,
+    },
+    /// An epoch whose loader has started another one since.
+    #[error("epoch {epoch} was superseded by a newer epoch of its loader")]
+    Superseded {
+        /// Epoch.
+        epoch: u64,
+    },
     /// A checkpoint that cannot be read (truncated, damaged, another format).
     #[error("checkpoint: {0}")]
     Checkpoint(String),

@@ -46,6 +46,7 @@
 
 mod batch;
 mod config;
+mod driver;
 mod epoch;
 mod error;
 mod pool;
@@ -55,7 +56,8 @@ mod worker;
 
 pub use batch::Batch;
 pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
-pub use epoch::Epoch;
+pub use driver::Driver;
+pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
@@ -69,9 +71,9 @@ use worker::{Context, Workers};
 /// A data loader over one dataset with one configuration.
 pub struct Loader {
     ctx: Arc<Context>,
-    config: LoaderConfig,
+    config: Arc<LoaderConfig>,
     /// The workers kept across epochs when `persistent_workers` is on.
-    persistent: Option<Workers>,
+    persistent: Option<Arc<Workers>>,
     next_generation: u64,
 }
 
@@ -140,13 +142,13 @@ impl Loader {
             live: std::sync::atomic::AtomicUsize::new(0),
         });
         let persistent = if config.persistent_workers {
-            Some(Workers::spawn(&ctx, config.num_workers)?)
+            Some(Arc::new(Workers::spawn(&ctx, config.num_workers)?))
         } else {
             None
         };
         Ok(Self {
             ctx,
-            config,
+            config: Arc::new(config),
             persistent,
             next_generation: 1,
         })
@@ -156,9 +158,39 @@ impl Loader {
     /// size). Borrowing the loader mutably keeps one epoch at a time, so a
     /// persistent worker can never serve an old epoch's order.
     pub fn epoch(&mut self, epoch: u64) -> Result<Epoch<'_>, LoaderError> {
-        let generation = self.next_generation;
-        self.next_generation += 1;
+        let generation = self.next_generation();
         Epoch::start(self, epoch, generation, Vec::new(), 0)
+    }
+
+    pub(crate) fn next_generation(&mut self) -> u64 {
+        let g = self.next_generation;
+        self.next_generation += 1;
+        g
+    }
+
+    /// Where a checkpoint resumes: the earlier segments of its epoch and the
+    /// batches of the current one to skip.
+    pub(crate) fn resume_plan(
+        &self,
+        state: &LoaderState,
+    ) -> Result<(Vec<Segment>, usize), LoaderError> {
+        state.check_against(&self.config, self.ctx.dataset.len())?;
+        let world = self.config.distributed.map_or(1, |d| d.world_size);
+        if state.world_size == world {
+            return Ok((state.segments.clone(), state.batches));
+        }
+        if self.config.sampler.is_some() {
+            return Err(LoaderError::InvalidConfig(format!(
+                "a custom sampler's epoch resumes on its own world size ({}), not {world}",
+                state.world_size
+            )));
+        }
+        let mut s = state.segments.clone();
+        s.push(Segment {
+            world_size: state.world_size,
+            batches: state.batches,
+        });
+        Ok((s, 0))
     }
 
     /// Resumes the epoch a checkpoint ([`Epoch::state`]) was taken in: the
@@ -168,25 +200,8 @@ impl Loader {
     /// [`LoaderState`]). A checkpoint of another pipeline, dataset, seed or
     /// batching is refused.
     pub fn resume(&mut self, state: &LoaderState) -> Result<Epoch<'_>, LoaderError> {
-        state.check_against(&self.config, self.ctx.dataset.len())?;
-        let world = self.config.distributed.map_or(1, |d| d.world_size);
-        let (segments, skip) = if state.world_size == world {
-            (state.segments.clone(), state.batches)
-        } else if self.config.sampler.is_some() {
-            return Err(LoaderError::InvalidConfig(format!(
-                "a custom sampler's epoch resumes on its own world size ({}), not {world}",
-                state.world_size
-            )));
-        } else {
-            let mut s = state.segments.clone();
-            s.push(Segment {
-                world_size: state.world_size,
-                batches: state.batches,
-            });
-            (s, 0)
-        };
-        let generation = self.next_generation;
-        self.next_generation += 1;
+        let (segments, skip) = self.resume_plan(state)?;
+        let generation = self.next_generation();
         Epoch::start(self, state.epoch, generation, segments, skip)
     }
 

@@ -70,7 +70,7 @@ pub(crate) fn build(
     state: &mut WorkerState,
     task: &Task,
     worker: usize,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &mut dyn FnMut() -> bool,
 ) -> Result<Batch, LoaderError> {
     match catch_unwind(AssertUnwindSafe(|| {
         build_inner(ctx, state, task, cancelled)
@@ -98,7 +98,7 @@ fn build_inner(
     ctx: &Arc<Context>,
     state: &mut WorkerState,
     task: &Task,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &mut dyn FnMut() -> bool,
 ) -> Result<Batch, LoaderError> {
     let mut storage = ctx.pool.take()?;
     let per = ctx.shape.len() * ctx.output.bytes_per_value();
@@ -238,6 +238,9 @@ fn floats(out: &mut [u8]) -> Result<&mut [f32], adapt_dataset::Error> {
 
 /// A set of worker threads fed from one task queue.
 pub(crate) struct Workers {
+    /// The generation of the epoch these workers serve now: an older epoch
+    /// still around must not take its results.
+    active: AtomicU64,
     tasks: Option<Sender<Task>>,
     pub(crate) results: Receiver<Done>,
     /// Tasks of generations up to this one are dropped unbuilt.
@@ -251,6 +254,7 @@ impl Workers {
         let (done_tx, done_rx) = crossbeam_channel::unbounded::<Done>();
         let cancelled = Arc::new(AtomicU64::new(0));
         let mut workers = Self {
+            active: AtomicU64::new(0),
             tasks: Some(task_tx),
             results: done_rx,
             cancelled,
@@ -275,6 +279,18 @@ impl Workers {
 
     pub(crate) fn submit(&self, task: Task) -> bool {
         self.tasks.as_ref().is_some_and(|t| t.send(task).is_ok())
+    }
+
+    /// Marks `generation` as the epoch these workers serve.
+    pub(crate) fn activate(&self, generation: u64) {
+        self.active.store(generation, Ordering::SeqCst);
+    }
+
+    /// Whether `generation` is the epoch these workers serve (an owned
+    /// set serves one epoch only and is always active).
+    pub(crate) fn is_active(&self, generation: u64) -> bool {
+        let a = self.active.load(Ordering::SeqCst);
+        a == 0 || a == generation
     }
 
     /// Makes workers drop, unbuilt or half-built, every task of this
@@ -312,7 +328,7 @@ fn worker_loop(
         if is_cancelled() {
             continue;
         }
-        let result = build(ctx, &mut state, &task, worker, &is_cancelled);
+        let result = build(ctx, &mut state, &task, worker, &mut || is_cancelled());
         if is_cancelled() {
             continue;
         }

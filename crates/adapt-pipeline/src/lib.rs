@@ -59,7 +59,9 @@ pub struct Pipeline {
 }
 
 /// Steps as a list, as the text form, or null.
-fn steps_any<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<TransformSpec>>, D::Error> {
+fn steps_any<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<TransformSpec>>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Steps {

@@ -432,7 +432,10 @@ fn a_streaming_epoch_resumes_exactly() {
         .build()
         .unwrap();
     let loader = |workers: usize| {
-        let sampler = built.opened.pack_sampler(Some(20), 3, workers, None, 7).unwrap();
+        let sampler = built
+            .opened
+            .pack_sampler(Some(20), 3, workers, None, 7)
+            .unwrap();
         Loader::new(
             built.dataset(),
             built.loader_config(LoaderConfig {
@@ -446,12 +449,20 @@ fn a_streaming_epoch_resumes_exactly() {
         .unwrap()
     };
     let bytes = |b: adapt_loader::Batch| (b.bytes().to_vec(), b.indices().to_vec());
-    let all: Vec<_> = loader(2).epoch(1).unwrap().map(|b| bytes(b.unwrap())).collect();
+    let all: Vec<_> = loader(2)
+        .epoch(1)
+        .unwrap()
+        .map(|b| bytes(b.unwrap()))
+        .collect();
     let mut first = loader(0);
     let mut e = first.epoch(1).unwrap();
     let head: Vec<_> = e.by_ref().take(4).map(|b| bytes(b.unwrap())).collect();
     let state = e.state();
     drop(e);
-    let tail: Vec<_> = loader(1).resume(&state).unwrap().map(|b| bytes(b.unwrap())).collect();
+    let tail: Vec<_> = loader(1)
+        .resume(&state)
+        .unwrap()
+        .map(|b| bytes(b.unwrap()))
+        .collect();
     assert_eq!([head, tail].concat(), all);
 }

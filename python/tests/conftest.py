@@ -1,0 +1,44 @@
+"""Shared fixtures: small datasets in the real layouts, written by `cargo
+xtask gen` (the binary the workspace tests build), and the xtask itself for
+byte-for-byte comparisons."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def xtask_binary():
+    path = os.environ.get("ADAPT_XTASK")
+    if path:
+        return path
+    for profile in ("debug", "release"):
+        candidate = ROOT / "target" / profile / "xtask"
+        if candidate.exists():
+            return str(candidate)
+    subprocess.run(["cargo", "build", "-q", "-p", "xtask"], cwd=ROOT, check=True)
+    return str(ROOT / "target" / "debug" / "xtask")
+
+
+@pytest.fixture(scope="session")
+def xtask():
+    return xtask_binary()
+
+
+@pytest.fixture(scope="session")
+def cifar(tmp_path_factory, xtask):
+    d = tmp_path_factory.mktemp("cifar10")
+    subprocess.run([xtask, "gen", "--dataset", "cifar10", "--count", "600", "--out", str(d)],
+                   check=True, capture_output=True)
+    return d
+
+
+@pytest.fixture(scope="session")
+def jpegs(tmp_path_factory, xtask):
+    d = tmp_path_factory.mktemp("jpegs")
+    subprocess.run([xtask, "gen", "--dataset", "imagefolder", "--count", "24", "--classes", "3",
+                    "--size", "96x72", "--out", str(d)], check=True, capture_output=True)
+    return d

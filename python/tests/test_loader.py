@@ -1,0 +1,225 @@
+"""adapt.DataLoader from Python: the same bytes as `cargo xtask load`,
+zero copy, ranks from the launcher, checkpoints, errors and interrupts.
+CI has no torch: everything here is numpy; torch interop is in
+test_torch.py and runs only where torch is installed."""
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import adapt
+
+RECIPE = "random_crop(32,padding=4),hflip,normalize(cifar10)"
+
+
+def digest(images, labels):
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(images).tobytes())
+    h.update(np.asarray(labels, dtype="<i8").tobytes())
+    return h.hexdigest()
+
+
+def xtask_batches(xtask, path, args):
+    out = subprocess.run([xtask, "load", "--dataset", "cifar10", "--path", str(path),
+                          "--print-batches", *args], check=True, capture_output=True, text=True)
+    lines = [json.loads(l) for l in out.stdout.splitlines()]
+    return [(l["epoch"], l["indices"], l["sha256"]) for l in lines if "batch" in l]
+
+
+def ours(loader, epochs):
+    got = []
+    for e in range(epochs):
+        loader.set_epoch(e)
+        for data, labels in loader.batches():
+            got.append((e, data.indices(), digest(data.array(), labels)))
+    return got
+
+
+@pytest.mark.parametrize("knobs", [
+    dict(num_workers=0),
+    dict(num_workers=1, prefetch_factor=1),
+    dict(num_workers=2, prefetch_factor=4, persistent_workers=True),
+])
+@pytest.mark.parametrize("transform,output", [(None, "f32"), (RECIPE, "f32"),
+                                              ("random_crop(32,padding=4),hflip", "u8-nhwc")])
+def test_batches_are_byte_identical_to_cargo_xtask_load(xtask, cifar, knobs, transform, output):
+    args = ["--batch-size", "64", "--shuffle", "--seed", "7", "--epochs", "2", "--output", output]
+    if transform:
+        args += ["--transform", transform]
+    want = xtask_batches(xtask, cifar, args)
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=64, shuffle=True, seed=7,
+                              transform=transform, output=output, **knobs)
+    assert len(loader) == 10
+    assert ours(loader, 2) == want
+
+
+def test_batches_are_views_of_the_loader_buffers_and_memory_stays_flat(cifar):
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=100, num_workers=2,
+                              persistent_workers=True, transform=RECIPE)
+    for data, labels in loader.batches():
+        images = data.array()
+        assert not images.flags.owndata, "the array does not own a copy"
+        assert images.base is data
+        assert images.__array_interface__["data"][0] == data.address()
+        assert images.shape == (100, 3, 32, 32) and images.dtype == np.float32
+
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    for _ in range(3):  # warm the pool
+        for images, labels in loader:
+            pass
+    before = rss()
+    for _ in range(20):
+        for images, labels in loader:
+            assert images.shape[1:] == (3, 32, 32)
+    grown = rss() - before
+    # 20 epochs of 6 batches of 1.2 MB went through: buffers are recycled.
+    assert grown < 8 << 20, f"memory grew by {grown} bytes"
+
+
+def test_held_batches_keep_their_data(cifar):
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=50, num_workers=2)
+    held = [(images, images.copy()) for images, _ in loader]
+    assert len(held) == 12
+    for view, copy in held:
+        np.testing.assert_array_equal(view, copy)
+
+
+def test_dlpack_exports_the_buffer_without_a_copy(cifar):
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=8, output="u8")
+    for data, _ in loader.batches():
+        arr = np.from_dlpack(data)
+        assert arr.__array_interface__["data"][0] == data.address()
+        np.testing.assert_array_equal(arr, data.array())
+        assert arr.shape == (8, 3, 32, 32) and arr.dtype == np.uint8
+        break
+    assert data.__dlpack_device__() == (1, 0)
+
+
+def run_rank(cifar, rank, world):
+    script = textwrap.dedent(f"""
+        import json, adapt
+        loader = adapt.DataLoader(adapt.datasets.CIFAR10({str(cifar)!r}), batch_size=32,
+                                  shuffle=True, num_workers=1, distributed="auto")
+        print(json.dumps({{"launch": loader.launch,
+                          "indices": [i for d, _ in loader.batches() for i in d.indices()]}}))
+    """)
+    env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    return subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+
+
+def test_ranks_from_the_launcher_split_the_epoch():
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([__import__("conftest").xtask_binary(), "gen", "--dataset", "cifar10",
+                        "--count", "300", "--out", d], check=True, capture_output=True)
+        procs = [run_rank(d, r, 2) for r in range(2)]
+        outs = [json.loads(p.communicate()[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    a, b = (set(o["indices"]) for o in outs)
+    assert outs[0]["launch"][:2] == [0, 2] and outs[0]["launch"][4] == "torchrun"
+    assert a.isdisjoint(b) and a | b == set(range(300))
+
+
+def test_state_dict_resumes_exactly(cifar):
+    def make():
+        return adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=40, shuffle=True,
+                                num_workers=2, transform=RECIPE)
+    full = make()
+    full.set_epoch(3)
+    want = [digest(i, l) for i, l in full]
+    first = make()
+    first.set_epoch(3)
+    it = iter(first)
+    head = [digest(*next(it)) for _ in range(6)]
+    state = json.loads(json.dumps(first.state_dict()))
+    second = make()
+    second.load_state_dict(state)
+    tail = [digest(i, l) for i, l in second]
+    assert head + tail == want
+    bad = make()
+    with pytest.raises(adapt.CheckpointError):
+        bad.load_state_dict({"adapt_loader_state": state["adapt_loader_state"].replace('"epoch": 3', '"epoch": 4')})
+        list(bad)
+
+
+def test_errors_are_typed_and_keep_the_message(cifar, jpegs, tmp_path):
+    ds = adapt.datasets.CIFAR10(cifar)
+    with pytest.raises(adapt.ConfigError, match=r"blur\(3\)"):
+        adapt.DataLoader(ds, transform="hflip,blur(3)")
+    with pytest.raises(adapt.ConfigError, match="larger than the padded"):
+        adapt.DataLoader(ds, transform="random_crop(64,padding=4)")
+    with pytest.raises(adapt.ConfigError, match="prefetch_factor"):
+        adapt.DataLoader(ds, prefetch_factor=2)
+    with pytest.raises(adapt.ConfigError, match="persistent_workers"):
+        adapt.DataLoader(ds, persistent_workers=True)
+    with pytest.raises(adapt.DataError, match="does not exist"):
+        adapt.DataLoader(adapt.datasets.CIFAR10(tmp_path / "absent"))
+    with pytest.raises(TypeError):
+        adapt.DataLoader("not a dataset")
+    # A corrupt image: the error names the file.
+    victim = sorted(p for p in jpegs.rglob("*.JPEG"))[5]
+    broken = tmp_path / "broken"
+    import shutil
+    shutil.copytree(jpegs, broken)
+    target = broken / victim.relative_to(jpegs)
+    target.write_bytes(target.read_bytes()[:200])
+    loader = adapt.DataLoader(adapt.datasets.ImageFolder(broken), batch_size=4, num_workers=2,
+                              transform="resize(32x32)")
+    with pytest.raises(adapt.SampleError, match=target.name):
+        list(loader)
+    assert issubclass(adapt.SampleError, adapt.AdaptError)
+
+
+def test_ctrl_c_ends_the_epoch_promptly_and_the_loader_stays_usable(xtask, tmp_path):
+    big = tmp_path / "big"
+    subprocess.run([xtask, "gen", "--dataset", "imagefolder", "--count", "16", "--classes", "2",
+                    "--size", "1600x1200", "--out", str(big)], check=True, capture_output=True)
+    script = textwrap.dedent(f"""
+        import sys, time, adapt
+        loader = adapt.DataLoader(adapt.datasets.ImageFolder({str(big)!r}), batch_size=16,
+                                  transform="resize(64x64)")
+        print("ready", flush=True)
+        try:
+            while True:
+                for _ in loader:
+                    pass
+        except KeyboardInterrupt:
+            print("interrupted", time.monotonic(), flush=True)
+        n = sum(len(l) for _, l in loader)
+        print("usable", n, flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(1.0)  # inside a batch: 16 large JPEGs decode in one call
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    line = p.stdout.readline().split()
+    assert line[0] == "interrupted"
+    assert float(line[1]) - sent < 1.0, "Ctrl-C took effect within a second"
+    assert p.stdout.readline().split() == ["usable", "16"]
+    assert p.wait(timeout=60) == 0
+
+
+def test_tune_returns_knobs_and_a_profile_builds_a_loader(cifar, tmp_path):
+    profile = tmp_path / "profile.json"
+    picks = adapt.tune(adapt.datasets.CIFAR10(cifar), transform=RECIPE, batch_size=64,
+                       profile=profile, trial_samples=256, final_repeats=1)
+    knobs = picks[64]
+    assert set(knobs) == {"num_workers", "prefetch_factor", "pin_memory", "persistent_workers"}
+    assert adapt.tune.last_report["dataset"]["pipeline"]["transforms"].startswith("random_crop")
+    loader = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64,
+                                           transform=RECIPE)
+    assert loader.num_workers == knobs["num_workers"]
+    other = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64)
+    assert other.num_workers == 0, "no entry for another pipeline: PyTorch's defaults"
