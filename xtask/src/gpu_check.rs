@@ -1,24 +1,117 @@
-//! `cargo xtask gpu-check`: the prepared check for a machine with a GPU.
-//! One JSON line: whether a device was found, pinned and pageable bandwidth
-//! for 256 MiB, CIFAR-10 batches of 8, 128 and 2048 through the loader with
-//! pin_memory on and off, and a byte-for-byte check of batches copied back.
+//! `cargo xtask gpu-check`: the one prepared script a lent GPU runs (minutes,
+//! not hours). One JSON line; the exit status is non-zero when a check
+//! fails. It measures H2D bandwidth pinned and pageable (256 MiB and one
+//! buffer per batch size), then CIFAR-10 batches of 8, 128 and 2048 through
+//! the loader and the engine with pin_memory off and on, alternating the
+//! order per round with the clock started before the first batch is asked
+//! for, over at least 6 epochs each: samples/s, the share of copies that
+//! were really page-locked per epoch, device allocations per epoch, the
+//! consumer's CPU time while it waited; and one epoch per setting at full
+//! copy depth in which every device batch is copied back and compared
+//! byte for byte with a host copy taken before it was submitted.
+//!
+//! Checks (exit 1 when one fails): every batch identical after the copy;
+//! every pin_memory copy page-locked in every epoch; no device allocation
+//! after the first epoch. Targets (reported, not checks): pinned H2D of
+//! 2048-batches ≥ 90% of the 256 MiB pinned figure; pinned ≥ 1.5× pageable.
 
-use adapt_loader::{Loader, LoaderConfig};
+use adapt_loader::{Batch, Loader, LoaderConfig, LoaderError};
 use adapt_transfer::{Device, TransferEngine};
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::time::Instant;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// CIFAR-10 folder (generated there if absent).
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10"))]
     path: PathBuf,
-    /// Batches measured per configuration.
+    /// Batches per timed epoch (at most the epoch's).
     #[arg(long, default_value_t = 200)]
     batches: usize,
+    /// Timed epochs per setting (at least 6).
+    #[arg(long, default_value_t = 6)]
+    epochs: u64,
+}
+
+/// Copies in flight ahead of the consumer.
+const DEPTH: usize = 4;
+
+/// This thread's time on a CPU so far, in seconds (`schedstat`, ns).
+fn thread_cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(f64::NAN, |ns| ns as f64 / 1e9)
+}
+
+struct Timed {
+    seconds: f64,
+    samples: usize,
+    copies: usize,
+    pinned: usize,
+    device_allocations: usize,
+    consumer_cpu_seconds: f64,
+}
+
+/// One timed epoch: clock and CPU counters start before the epoch is
+/// asked for its first batch.
+fn timed_epoch(
+    engine: &TransferEngine,
+    loader: &mut Loader,
+    epoch: u64,
+    limit: usize,
+) -> anyhow::Result<Timed> {
+    let allocs = engine.device_allocations();
+    let (start, cpu) = (Instant::now(), thread_cpu_seconds());
+    let (mut samples, mut copies, mut pinned) = (0, 0, 0);
+    for d in engine.epoch(loader.epoch(epoch)?.take(limit), DEPTH) {
+        let d = d?;
+        samples += d.shape[0];
+        copies += 1;
+        pinned += usize::from(d.pinned);
+    }
+    Ok(Timed {
+        seconds: start.elapsed().as_secs_f64(),
+        samples,
+        copies,
+        pinned,
+        device_allocations: engine.device_allocations() - allocs,
+        consumer_cpu_seconds: thread_cpu_seconds() - cpu,
+    })
+}
+
+/// One epoch at full depth, every device batch copied back and compared
+/// with the host bytes taken before it was submitted; returns (batches,
+/// mismatches).
+fn verified_epoch(
+    engine: &TransferEngine,
+    loader: &mut Loader,
+    epoch: u64,
+    limit: usize,
+) -> anyhow::Result<(usize, usize)> {
+    let sent: RefCell<VecDeque<Vec<u8>>> = RefCell::new(VecDeque::new());
+    let batches = loader
+        .epoch(epoch)?
+        .take(limit)
+        .inspect(|r: &Result<Batch, LoaderError>| {
+            if let Ok(b) = r {
+                sent.borrow_mut().push_back(b.bytes().to_vec());
+            }
+        });
+    let (mut n, mut bad) = (0, 0);
+    for d in engine.epoch(batches, DEPTH) {
+        let d = d?;
+        let want = sent.borrow_mut().pop_front().unwrap_or_default();
+        n += 1;
+        bad += usize::from(engine.to_host(&d)? != want);
+    }
+    Ok((n, bad))
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
     let info = match adapt_transfer::probe() {
         Ok(i) => i,
         Err(e) => {
@@ -30,9 +123,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let engine = TransferEngine::new(Device::Cuda(0))?.with_timing();
+    let sizes = [8usize, 128, 2048];
+    let sample_bytes = 3 * 32 * 32 * 4;
     let mib256 = 256 << 20;
-    let pinned = engine.bandwidth(mib256, true, 5)?;
-    let pageable = engine.bandwidth(mib256, false, 5)?;
+    let bw = |bytes: usize| -> anyhow::Result<serde_json::Value> {
+        let pinned = engine.bandwidth(bytes, true, 5)?;
+        let pageable = engine.bandwidth(bytes, false, 5)?;
+        Ok(
+            serde_json::json!({ "bytes": bytes, "pinned_gb_per_s": pinned, "pageable_gb_per_s": pageable }),
+        )
+    };
+    let mut bandwidth = vec![bw(mib256)?];
+    for bs in sizes {
+        bandwidth.push(bw(bs * sample_bytes)?);
+    }
     adapt_synth::ensure_cifar10(
         &args.path,
         adapt_synth::Cifar10Spec::default(),
@@ -42,66 +146,102 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
-    let mut batches = Vec::new();
-    let mut all_match = true;
-    for batch_size in [8usize, 128, 2048] {
-        for pin in [false, true] {
+    let epochs = args.epochs.max(6);
+    let (mut all_match, mut all_pinned, mut no_steady_allocs) = (true, true, true);
+    let mut settings = Vec::new();
+    for batch_size in sizes {
+        let make = |pin: bool| -> anyhow::Result<Loader> {
             let config = LoaderConfig {
                 batch_size,
                 shuffle: true,
                 num_workers: workers,
                 prefetch_factor: Some(2),
+                persistent_workers: true,
                 pin_memory: pin,
                 normalize: opened.default_normalizer(),
                 ..LoaderConfig::default()
             };
-            let bound = config.max_in_flight() + 8;
-            let mut loader = Loader::with_buffers(
-                Arc::clone(&opened.dataset),
+            // The loader's bound, the copies in flight, the consumer's batch
+            // and the one it just let go.
+            let bound = config.max_in_flight() + DEPTH + 2;
+            Ok(Loader::with_buffers(
+                opened.dataset.clone(),
                 config,
                 engine.pinned_buffers(bound),
-            )?;
-            let mut epoch = loader.epoch(0)?;
-            // A few batches copied back and compared with the host batch.
-            for _ in 0..3 {
-                let Some(b) = epoch.next() else { break };
-                let b = b?;
-                let host = b.bytes().to_vec();
-                let mut one = engine.epoch(std::iter::once(Ok(b)), 1);
-                if let Some(d) = one.next() {
-                    let d = d?;
-                    all_match &= engine.to_host(&d)? == host;
-                    engine.recycle(d);
-                }
+            )?)
+        };
+        let mut loaders = [make(false)?, make(true)?];
+        let mut runs: [Vec<Timed>; 2] = [Vec::new(), Vec::new()];
+        for round in 0..epochs {
+            // Alternate which setting goes first, so drift favours neither.
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for i in order {
+                runs[i].push(timed_epoch(&engine, &mut loaders[i], round, args.batches)?);
             }
-            let (mut bytes, mut ms, mut n, mut pinned_copies) = (0usize, 0.0f64, 0usize, 0usize);
-            let start = std::time::Instant::now();
-            for d in engine.epoch(epoch.by_ref().take(args.batches), 4) {
-                let d = d?;
-                bytes += d.byte_len();
-                ms += f64::from(d.copy_ms.unwrap_or(0.0));
-                n += 1;
-                pinned_copies += usize::from(d.pinned);
-                engine.recycle(d);
+        }
+        let mut per_pin = Vec::new();
+        for (i, pin) in [false, true].into_iter().enumerate() {
+            let (checked, mismatched) =
+                verified_epoch(&engine, &mut loaders[i], epochs, args.batches)?;
+            all_match &= mismatched == 0 && checked > 0;
+            let r = &runs[i];
+            let shares: Vec<f64> = r
+                .iter()
+                .map(|t| t.pinned as f64 / t.copies.max(1) as f64)
+                .collect();
+            if pin {
+                all_pinned &= shares.iter().all(|&s| s == 1.0);
             }
-            let wall = start.elapsed().as_secs_f64();
-            batches.push(serde_json::json!({
-                "batch_size": batch_size,
+            let allocs: Vec<usize> = r.iter().map(|t| t.device_allocations).collect();
+            no_steady_allocs &= allocs.iter().skip(1).all(|&a| a == 0);
+            let mut rates: Vec<f64> = r.iter().map(|t| t.samples as f64 / t.seconds).collect();
+            rates.sort_by(f64::total_cmp);
+            per_pin.push(serde_json::json!({
                 "pin_memory": pin,
-                "batches": n,
-                "pinned_copies": pinned_copies,
-                "copy_gb_per_s": bytes as f64 / (ms / 1000.0) / 1e9,
-                "end_to_end_samples_per_s": (n * batch_size) as f64 / wall,
+                "samples_per_s_median": rates[rates.len() / 2],
+                "samples_per_s": r.iter().map(|t| t.samples as f64 / t.seconds).collect::<Vec<_>>(),
+                "pinned_share_per_epoch": shares,
+                "device_allocations_per_epoch": allocs,
+                "consumer_cpu_seconds_per_epoch": r.iter().map(|t| t.consumer_cpu_seconds).collect::<Vec<_>>(),
+                "wall_seconds_per_epoch": r.iter().map(|t| t.seconds).collect::<Vec<_>>(),
+                "verified_batches": checked,
+                "mismatched_batches": mismatched,
             }));
         }
+        settings.push(serde_json::json!({ "batch_size": batch_size, "runs": per_pin }));
     }
+    let pinned_of = |v: &serde_json::Value| v["pinned_gb_per_s"].as_f64().unwrap_or(0.0);
+    let pageable_of =
+        |v: &serde_json::Value| v["pageable_gb_per_s"].as_f64().unwrap_or(f64::INFINITY);
+    let big = &bandwidth[0];
+    let b2048 = &bandwidth[bandwidth.len() - 1];
+    let ok = all_match && all_pinned && no_steady_allocs;
     let line = serde_json::json!({
         "device": info.name,
         "devices": info.devices,
-        "bandwidth_256mib_gb_per_s": { "pinned": pinned, "pageable": pageable },
-        "cifar10": batches,
-        "copied_back_match": all_match,
+        "workers": workers,
+        "depth": DEPTH,
+        "bandwidth": bandwidth,
+        "cifar10": settings,
+        "pinned_pool": engine.pinned_stats().map(|s| serde_json::json!({
+            "allocations": s.allocations, "live": s.live,
+            "pinned_handed": s.pinned_handed, "pageable_handed": s.pageable_handed,
+        })),
+        "checks": {
+            "every_batch_identical_after_copy": all_match,
+            "every_pinned_copy_page_locked": all_pinned,
+            "no_device_allocation_after_first_epoch": no_steady_allocs,
+        },
+        "targets": {
+            "pinned_2048_over_256mib": pinned_of(b2048) / pinned_of(big).max(1e-9),
+            "pinned_over_pageable_256mib": pinned_of(big) / pageable_of(big),
+        },
+        "seconds": started.elapsed().as_secs_f64(),
+        "ok": ok,
     });
     println!("{line}");
+    if !ok {
+        anyhow::bail!("gpu-check: a check failed (see \"checks\")");
+    }
     Ok(())
 }

@@ -1,21 +1,41 @@
 //! Asynchronous host-to-device copies and the prefetching epoch.
 
-use crate::pinned::{PinnedBuffer, PinnedBuffers};
+use crate::pinned::{CudaPinned, CudaPinnedMemory, PinnedBuffer, PinnedPool, PinnedStats};
 use crate::probe::context;
 use crate::{Device, TransferError};
 use adapt_loader::{Batch, BufferProvider, LoaderError, OutputFormat};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+type FreeList = Arc<Mutex<Vec<CudaSlice<u8>>>>;
+
 struct Cuda {
-    ctx: Arc<CudaContext>,
     /// Dedicated transfer stream: creating it also turns on cudarc's event
     /// tracking, so a pinned buffer's own event is recorded after each copy.
     stream: Arc<CudaStream>,
-    /// Device buffers of one batch each, recycled.
-    free: Mutex<Vec<CudaSlice<u8>>>,
+    /// Device buffers of one batch each, back here when their batch drops.
+    free: FreeList,
+    /// The engine's page-locked buffers, reused across loaders and trials.
+    pinned: Arc<PinnedPool>,
+    /// Completion events (blocking-sync: a waiting consumer sleeps), reused.
+    events: Mutex<Vec<CudaEvent>>,
+    device_allocations: AtomicUsize,
+}
+
+impl Cuda {
+    fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for everything queued on the stream: before a host buffer a
+    /// copy may still read goes back to the loader on an error path.
+    fn settle(&self) {
+        // On failure there is nothing left to wait for that we could name.
+        let _ = self.stream.synchronize();
+    }
 }
 
 /// Copies batches to the device (or, on the host backend, passes them on).
@@ -30,7 +50,30 @@ pub enum DeviceData {
     /// Host backend: the loader's batch itself.
     Host(Batch),
     /// On the device.
-    Cuda(CudaSlice<u8>),
+    Cuda(DeviceBuffer),
+}
+
+/// A device buffer that goes back to its engine when dropped: no
+/// allocation per batch in steady state, whether or not the consumer calls
+/// [`TransferEngine::recycle`].
+pub struct DeviceBuffer {
+    slice: Option<CudaSlice<u8>>,
+    home: FreeList,
+}
+
+impl DeviceBuffer {
+    /// The device memory (its first `DeviceBatch::byte_len()` bytes are the batch).
+    pub fn slice(&self) -> Option<&CudaSlice<u8>> {
+        self.slice.as_ref()
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if let Some(s) = self.slice.take() {
+            Cuda::lock(&self.home).push(s);
+        }
+    }
 }
 
 /// A batch on the device: data (bytes of f32 or u8 values, by `output`),
@@ -86,7 +129,7 @@ impl DeviceBatch {
     /// The device buffer (its first `byte_len()` bytes are the batch).
     pub fn cuda_slice(&self) -> Option<&CudaSlice<u8>> {
         match &self.data {
-            DeviceData::Cuda(s) => Some(s),
+            DeviceData::Cuda(s) => s.slice(),
             DeviceData::Host(_) => None,
         }
     }
@@ -95,7 +138,7 @@ impl DeviceBatch {
 /// A copy in flight: the host batch is held until its event completes.
 struct InFlight {
     batch: Batch,
-    device: Option<CudaSlice<u8>>,
+    device: Option<DeviceBuffer>,
     start: Option<CudaEvent>,
     done: Option<CudaEvent>,
     source: *const u8,
@@ -113,9 +156,11 @@ impl TransferEngine {
                 let ctx = context(ordinal)?;
                 let stream = ctx.new_stream().map_err(TransferError::driver("stream"))?;
                 Some(Cuda {
-                    ctx,
+                    pinned: PinnedPool::new(Arc::new(CudaPinned(Arc::clone(&ctx))), 0),
                     stream,
-                    free: Mutex::new(Vec::new()),
+                    free: Arc::new(Mutex::new(Vec::new())),
+                    events: Mutex::new(Vec::new()),
+                    device_allocations: AtomicUsize::new(0),
                 })
             }
         };
@@ -138,13 +183,39 @@ impl TransferEngine {
         self.device
     }
 
-    /// The provider of pinned buffers for a loader with `pin_memory`, at most
-    /// `max` of them; `None` on the host backend, where pinned means
-    /// ordinary memory.
+    /// The provider of pinned buffers for a loader with `pin_memory`: the
+    /// engine's own pool, reused by every loader and trial, raised to hold
+    /// at least `max` buffers (the loader's in-flight bound, the copies in
+    /// flight and the consumer's). `None` on the host backend, where pinned
+    /// means ordinary memory.
     pub fn pinned_buffers(&self, max: usize) -> Option<Arc<dyn BufferProvider>> {
         self.cuda.as_ref().map(|c| {
-            Arc::new(PinnedBuffers::new(Arc::clone(&c.ctx), max)) as Arc<dyn BufferProvider>
+            c.pinned.reserve(max);
+            c.pinned.provider()
         })
+    }
+
+    /// The page-locked pool's counters; `None` on the host backend.
+    pub fn pinned_stats(&self) -> Option<PinnedStats> {
+        self.cuda.as_ref().map(|c| c.pinned.stats())
+    }
+
+    /// Device buffers allocated so far (steady state: none per batch).
+    pub fn device_allocations(&self) -> usize {
+        self.cuda
+            .as_ref()
+            .map_or(0, |c| c.device_allocations.load(Ordering::SeqCst))
+    }
+
+    /// A completion event from the pool, or a new blocking-sync one.
+    fn event(&self, c: &Cuda) -> Result<CudaEvent, TransferError> {
+        if let Some(e) = Cuda::lock(&c.events).pop() {
+            return Ok(e);
+        }
+        c.stream
+            .context()
+            .new_event(Some(CUevent_flags::CU_EVENT_BLOCKING_SYNC))
+            .map_err(TransferError::driver("event"))
     }
 
     /// Starts copying `batch` to the device.
@@ -163,41 +234,72 @@ impl TransferEngine {
             });
         };
         let full = host.as_bytes().len();
-        let mut dst = match c.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            Some(d) if d.len() == full => d,
-            _ => c
-                .stream
-                .alloc_zeros::<u8>(full)
-                .map_err(TransferError::driver("device alloc"))?,
+        let reused = {
+            let mut free = Cuda::lock(&c.free);
+            free.iter()
+                .position(|d| d.len() == full)
+                .map(|i| free.swap_remove(i))
         };
-        let flags = self.timing.then_some(CUevent_flags::CU_EVENT_DEFAULT);
-        let start = match flags {
-            Some(_) => Some(
+        let mut dst = match reused {
+            Some(d) => d,
+            None => {
+                c.device_allocations.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: uninitialised device memory; the copy below writes
+                // the batch's bytes and a consumer reads only those
+                // (`DeviceBatch::byte_len`), never the tail.
+                unsafe { c.stream.alloc::<u8>(full) }
+                    .map_err(TransferError::driver("device alloc"))?
+            }
+        };
+        let start = if self.timing {
+            Some(
                 c.stream
-                    .record_event(flags)
+                    .record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                     .map_err(TransferError::driver("event"))?,
-            ),
-            None => None,
+            )
+        } else {
+            None
         };
-        match host.as_any().downcast_ref::<PinnedBuffer>() {
+        let pinned_slice = host
+            .as_any()
+            .downcast_ref::<PinnedBuffer>()
+            .and_then(PinnedBuffer::memory)
+            .and_then(|m| m.as_any().downcast_ref::<CudaPinnedMemory>());
+        let copied = match pinned_slice {
             // The worker's own page-locked buffer: an asynchronous DMA.
             Some(p) => c.stream.memcpy_htod(&p.slice, &mut dst),
             // Pageable memory: the driver stages it.
             None => c.stream.memcpy_htod(host.as_bytes(), &mut dst),
+        };
+        let home = Arc::clone(&c.free);
+        let device = DeviceBuffer {
+            slice: Some(dst),
+            home,
+        };
+        let done = copied
+            .map_err(TransferError::driver("copy to device"))
+            .and_then(|()| {
+                let e = self.event(c)?;
+                e.record(&c.stream)
+                    .map_err(TransferError::driver("event"))?;
+                Ok(e)
+            });
+        match done {
+            Ok(done) => Ok(InFlight {
+                batch,
+                device: Some(device),
+                start,
+                done: Some(done),
+                source,
+                pinned,
+            }),
+            Err(e) => {
+                // The copy may be queued: it must finish before the host
+                // buffer (dropped with `batch`) goes back to a worker.
+                c.settle();
+                Err(e)
+            }
         }
-        .map_err(TransferError::driver("copy to device"))?;
-        let done = c
-            .stream
-            .record_event(flags)
-            .map_err(TransferError::driver("event"))?;
-        Ok(InFlight {
-            batch,
-            device: Some(dst),
-            start,
-            done: Some(done),
-            source,
-            pinned,
-        })
     }
 
     /// Waits for a copy; only then does the host batch (and its buffer) go
@@ -212,15 +314,28 @@ impl TransferEngine {
             pinned,
         } = f;
         let mut copy_ms = None;
-        if let Some(e) = &done {
-            e.synchronize()
-                .map_err(TransferError::driver("wait for copy"))?;
-            if let Some(s) = &start {
-                copy_ms = Some(
-                    s.elapsed_ms(e)
-                        .map_err(TransferError::driver("event timing"))?,
-                );
+        if let (Some(e), Some(c)) = (&done, &self.cuda) {
+            let waited = e
+                .synchronize()
+                .map_err(TransferError::driver("wait for copy"))
+                .and_then(|()| match &start {
+                    Some(s) => s
+                        .elapsed_ms(e)
+                        .map(Some)
+                        .map_err(TransferError::driver("event timing")),
+                    None => Ok(None),
+                });
+            match waited {
+                Ok(ms) => copy_ms = ms,
+                Err(err) => {
+                    // The DMA may still read the host buffer `batch` holds.
+                    c.settle();
+                    return Err(err);
+                }
             }
+        }
+        if let (Some(e), Some(c)) = (done, &self.cuda) {
+            Cuda::lock(&c.events).push(e);
         }
         let (shape, output, labels, indices) = (
             batch.shape(),
@@ -247,11 +362,10 @@ impl TransferEngine {
         })
     }
 
-    /// Returns a device buffer for reuse once the consumer is done with it.
+    /// Hands a device batch back now (dropping it does the same: its
+    /// device buffer returns to the engine either way).
     pub fn recycle(&self, batch: DeviceBatch) {
-        if let (Some(c), DeviceData::Cuda(d)) = (&self.cuda, batch.data) {
-            c.free.lock().unwrap_or_else(|p| p.into_inner()).push(d);
-        }
+        drop(batch);
     }
 
     /// Copies a device batch's bytes back to the host (for checks).
@@ -259,9 +373,13 @@ impl TransferEngine {
         match (&batch.data, &self.cuda) {
             (DeviceData::Host(b), _) => Ok(b.bytes().to_vec()),
             (DeviceData::Cuda(d), Some(c)) => {
+                let slice = d.slice().ok_or_else(|| TransferError::Driver {
+                    op: "copy to host",
+                    message: "a device batch without its buffer".into(),
+                })?;
                 let mut v = c
                     .stream
-                    .clone_dtoh(d)
+                    .clone_dtoh(slice)
                     .map_err(TransferError::driver("copy to host"))?;
                 v.truncate(batch.byte_len());
                 Ok(v)
@@ -294,7 +412,7 @@ impl TransferEngine {
             .map_err(TransferError::driver("device alloc"))?;
         let pinned_src = if pinned {
             // SAFETY: written (zeroed) below before any copy reads it.
-            let mut p = unsafe { c.ctx.alloc_pinned_with_flags::<f32>(n, 0) }
+            let mut p = unsafe { c.stream.context().alloc_pinned_with_flags::<f32>(n, 0) }
                 .map_err(TransferError::driver("pinned alloc"))?;
             p.as_mut_slice()
                 .map_err(TransferError::driver("pinned"))?
@@ -362,11 +480,18 @@ impl<I> Drop for DeviceEpoch<'_, I> {
     fn drop(&mut self) {
         // Copies still reading host buffers must finish before those buffers
         // go back to the loader's pool (a worker could overwrite them).
-        for f in self.queue.drain(..) {
-            if let Some(e) = &f.done {
-                let _ = e.synchronize();
-            }
+        if self.queue.is_empty() {
+            return;
         }
+        let settled = self
+            .queue
+            .iter()
+            .all(|f| f.done.as_ref().is_none_or(|e| e.synchronize().is_ok()));
+        if !settled && let Some(c) = &self.engine.cuda {
+            // An event could not be waited on: wait for the whole stream.
+            c.settle();
+        }
+        self.queue.clear();
     }
 }
 

@@ -6,8 +6,9 @@
 //! loader's pool only once its copy has completed. [`DeviceEpoch`] keeps a
 //! few copies in flight ahead of the consumer, so they overlap its work.
 //!
-//! Not a tensor library: a device batch is a `CudaSlice<f32>` with its
-//! shape and labels, for the training code to wrap.
+//! Not a tensor library: a device batch is a `CudaSlice<u8>` (the bytes of
+//! f32 or u8 values) with its shape and labels, for the training code to
+//! wrap.
 //!
 //! Key choice: **nothing calls the CUDA driver before [`probe`]**. cudarc
 //! loads `libcuda` dynamically and panics if a driver call is made without
@@ -22,7 +23,10 @@ mod error;
 mod pinned;
 mod probe;
 
-pub use engine::{DeviceBatch, DeviceData, DeviceEpoch, TransferEngine};
+pub use engine::{DeviceBatch, DeviceBuffer, DeviceData, DeviceEpoch, TransferEngine};
 pub use error::TransferError;
-pub use pinned::{PinnedBuffer, PinnedBuffers};
+pub use pinned::{
+    CountingAllocator, PinnedAllocator, PinnedBuffer, PinnedBuffers, PinnedMemory, PinnedPool,
+    PinnedStats,
+};
 pub use probe::{CudaInfo, Device, driver_present, probe};

@@ -52,8 +52,7 @@ pub fn probe() -> Result<CudaInfo, TransferError> {
     if !driver_present() {
         return Err(TransferError::NoDriver);
     }
-    let count = CudaContext::device_count().map_err(TransferError::driver("device count"))?;
-    let devices = usize::try_from(count).unwrap_or(0);
+    let devices = device_count()?;
     if devices == 0 {
         return Err(TransferError::NoDevice {
             ordinal: 0,
@@ -65,13 +64,24 @@ pub fn probe() -> Result<CudaInfo, TransferError> {
     Ok(CudaInfo { devices, name })
 }
 
+/// Devices the driver shows. A driver with none visible
+/// (`CUDA_VISIBLE_DEVICES=""`, a container with libcuda mounted and no GPU)
+/// answers `cuInit` with CUDA_ERROR_NO_DEVICE: that is 0 devices, not a
+/// driver failure.
+fn device_count() -> Result<usize, TransferError> {
+    match CudaContext::device_count() {
+        Ok(n) => Ok(usize::try_from(n).unwrap_or(0)),
+        Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(0),
+        Err(e) => Err(TransferError::driver("device count")(e)),
+    }
+}
+
 /// A context on device `ordinal`, after the probe.
 pub(crate) fn context(ordinal: usize) -> Result<Arc<CudaContext>, TransferError> {
     if !driver_present() {
         return Err(TransferError::NoDriver);
     }
-    let count = CudaContext::device_count().map_err(TransferError::driver("device count"))?;
-    let count = usize::try_from(count).unwrap_or(0);
+    let count = device_count()?;
     if ordinal >= count {
         return Err(TransferError::NoDevice { ordinal, count });
     }

@@ -165,3 +165,124 @@ fn a_loader_error_ends_the_device_epoch_after_the_copied_batches() {
     );
     assert!(matches!(results[2], Err(TransferError::Loader(_))));
 }
+
+/// Issue 16: pinned buffers used to be counted when allocated and never
+/// when freed, so after a few epochs every new buffer fell back to
+/// pageable memory. The pool now keeps and reuses them: over ten epochs, at
+/// every copy depth and loader bound, every batch is pinned and the
+/// allocator is called at most `max` times.
+#[test]
+fn pinned_share_stays_full_over_ten_epochs_at_every_depth() {
+    use adapt_transfer::{CountingAllocator, PinnedPool};
+    use std::collections::VecDeque;
+    use std::sync::atomic::Ordering;
+    let (_dir, ds) = cifar();
+    for depth in [1, 2, 4, 8] {
+        for (workers, prefetch) in [(0, None), (1, Some(1)), (2, Some(2)), (2, Some(8))] {
+            let alloc = Arc::new(CountingAllocator::default());
+            let cfg = LoaderConfig {
+                batch_size: 16,
+                shuffle: true,
+                num_workers: workers,
+                prefetch_factor: prefetch,
+                persistent_workers: workers > 0,
+                pin_memory: true,
+                ..LoaderConfig::default()
+            };
+            // The loader's bound, the copies in flight, the batch the
+            // consumer holds and the one it just let go.
+            let max = cfg.max_in_flight() + depth + 2;
+            let pool = PinnedPool::new(Arc::clone(&alloc) as _, max);
+            let engine = TransferEngine::new(Device::Host).unwrap();
+            let mut l = Loader::with_buffers(Arc::clone(&ds), cfg, Some(pool.provider())).unwrap();
+            for e in 0..10 {
+                let mut held = VecDeque::new();
+                for b in engine.epoch(l.epoch(e).unwrap(), depth) {
+                    let b = b.unwrap();
+                    assert!(
+                        b.pinned,
+                        "depth {depth}, w{workers}: epoch {e} copied a pageable batch"
+                    );
+                    held.push_back(b);
+                    if held.len() > 1 {
+                        held.pop_front();
+                    }
+                }
+            }
+            let s = pool.stats();
+            assert_eq!(s.pageable_handed, 0, "depth {depth}, w{workers}: {s:?}");
+            assert!(
+                s.allocations <= max,
+                "depth {depth}, w{workers}: {s:?} > {max}"
+            );
+            assert_eq!(s.live, s.allocations);
+            // A second loader (a new tuning trial) reuses the same buffers.
+            drop(l);
+            let mut again = Loader::with_buffers(
+                Arc::clone(&ds),
+                LoaderConfig {
+                    pin_memory: true,
+                    ..config(0, true)
+                },
+                Some(pool.provider()),
+            )
+            .unwrap();
+            for b in engine.epoch(again.epoch(0).unwrap(), depth) {
+                assert!(b.unwrap().pinned);
+            }
+            assert_eq!(
+                pool.stats().allocations,
+                s.allocations,
+                "no new page-locked allocation"
+            );
+            drop(again);
+            drop(pool);
+            assert_eq!(
+                alloc.alive.load(Ordering::SeqCst),
+                0,
+                "every buffer freed with its pool"
+            );
+        }
+    }
+}
+
+/// Past its bound the pool answers with heap memory instead of blocking,
+/// and says so in its counters.
+#[test]
+fn a_full_pool_hands_out_pageable_memory_and_counts_it() {
+    use adapt_transfer::{CountingAllocator, PinnedPool};
+    let (_dir, ds) = cifar();
+    let pool = PinnedPool::new(Arc::new(CountingAllocator::default()), 1);
+    let mut l =
+        Loader::with_buffers(Arc::clone(&ds), config(2, true), Some(pool.provider())).unwrap();
+    let held: Vec<_> = l.epoch(0).unwrap().map(Result::unwrap).collect();
+    let pinned = held.iter().filter(|b| b.host_buffer().is_pinned()).count();
+    assert_eq!(pinned, 1);
+    let s = pool.stats();
+    assert_eq!((s.allocations, s.pinned_handed), (1, 1));
+    assert!(s.pageable_handed >= held.len() - 1);
+}
+
+/// A short last batch leaves the end of its buffer unwritten: those bytes
+/// are zeros (or an older batch's), never uninitialised memory.
+#[test]
+fn the_tail_of_a_short_batch_is_initialised() {
+    use adapt_transfer::{CountingAllocator, PinnedPool};
+    let (_dir, ds) = cifar();
+    let pool = PinnedPool::new(Arc::new(CountingAllocator::default()), 64);
+    let cfg = LoaderConfig {
+        batch_size: 64,
+        pin_memory: true,
+        ..LoaderConfig::default()
+    };
+    let mut l = Loader::with_buffers(Arc::clone(&ds), cfg, Some(pool.provider())).unwrap();
+    let batches: Vec<_> = l.epoch(0).unwrap().map(Result::unwrap).collect();
+    let last = batches.last().unwrap();
+    assert_eq!(last.len(), 200 % 64);
+    let all = last.host_buffer().as_bytes();
+    assert!(all.len() > last.bytes().len());
+    assert!(
+        all[last.bytes().len()..].iter().all(|&b| b == 0),
+        "fresh tail is zeroed"
+    );
+}
