@@ -160,6 +160,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             .map_err(|e: String| anyhow::anyhow!(e))?,
         exact_decode: args.pipeline.exact_decode,
     };
+    // Outputs are checked before the run, not after it.
+    for out in [args.json.as_ref(), args.plot.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        if out.is_dir() {
+            bail!("{} is a folder, not a file to write", out.display());
+        }
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(p) = parent
+            && !p.is_dir()
+        {
+            bail!("{}: folder {} does not exist", out.display(), p.display());
+        }
+    }
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let progress = |m: &str| bar.set_message(m.to_owned());

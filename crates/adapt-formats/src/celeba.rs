@@ -56,6 +56,10 @@ impl CelebA {
     pub fn open(root: &Path, options: CelebAOptions) -> Result<Self, FormatError> {
         let id_path = root.join(IDENTITY);
         let images = root.join(IMAGES);
+        if id_path.exists() {
+            // A FIFO or a folder in its place: refused before it is opened.
+            drop(crate::open_regular(&id_path)?);
+        }
         let text = std::fs::read_to_string(&id_path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => FormatError::Missing {
                 path: id_path.clone(),

@@ -81,16 +81,13 @@ impl Cifar10 {
         let mut total = 0;
         for name in split.file_names() {
             let path = dir.join(name);
-            let file = std::fs::File::open(&path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => FormatError::Missing {
-                    path: path.clone(),
+            if !path.exists() {
+                return Err(FormatError::Missing {
+                    path,
                     what: "CIFAR-10 batch file",
-                },
-                _ => FormatError::Io {
-                    path: path.clone(),
-                    source: e,
-                },
-            })?;
+                });
+            }
+            let file = crate::open_regular(&path)?;
             let len = file.metadata().map_err(FormatError::io(&path))?.len();
             if len == 0 {
                 return Err(FormatError::Empty {

@@ -68,6 +68,12 @@ impl DigiFace {
             classes.push((class, path));
         }
         classes.sort();
+        if let Some(w) = classes.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(FormatError::BadName {
+                path: w[1].1.clone(),
+                reason: "two DigiFace1M class folders name the same number (e.g. 0 and 00)",
+            });
+        }
         let mut entries = Vec::new();
         let mut max_class = None;
         for (class, dir) in classes {
@@ -94,8 +100,12 @@ impl DigiFace {
             }
             images.sort();
             let label = i64::try_from(class)
-                .unwrap_or(i64::MAX)
-                .saturating_add(options.class_offset);
+                .ok()
+                .and_then(|c| c.checked_add(options.class_offset))
+                .ok_or(FormatError::BadName {
+                    path: dir.clone(),
+                    reason: "class number plus the class offset does not fit a label",
+                })?;
             entries.extend(images.into_iter().map(|(_, path)| Entry { path, label }));
             max_class = Some(class);
         }

@@ -92,6 +92,33 @@ pub enum FormatError {
         /// What is wrong with its name.
         reason: &'static str,
     },
+    /// A path that is not a regular file where one is read (a FIFO would
+    /// block forever).
+    #[error("{path} is {kind}, not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// An image that declares a size past the decode limits.
+    #[error("{path}: image of {width}x{height} is past the decode limits ({} pixels a side, {} bytes)", limits.max_side, limits.max_bytes)]
+    TooLarge {
+        /// The image file.
+        path: PathBuf,
+        /// Declared width.
+        width: u32,
+        /// Declared height.
+        height: u32,
+        /// The limits in force.
+        limits: crate::DecodeLimits,
+    },
+    /// A folder walk that meets a folder twice (a symbolic-link loop).
+    #[error("{path}: folder reached again through a symbolic link (a loop)")]
+    LinkLoop {
+        /// The folder met again.
+        path: PathBuf,
+    },
     /// A folder or file that holds nothing to read.
     #[error("{path}: {what}")]
     Empty {

@@ -20,16 +20,85 @@ thread_local! {
 pub fn read_rgb_into(path: &Path, out: &mut Sample) -> Result<(), FormatError> {
     FILE_BYTES.with_borrow_mut(|bytes| {
         bytes.clear();
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read_to_end(bytes))
+        open_regular(path)?
+            .read_to_end(bytes)
             .map_err(FormatError::io(path))?;
         decode_rgb_into(path, bytes, out)
     })
 }
 
+/// Opens `path` for reading only if it is a regular file (after following
+/// links): a FIFO would block the reader forever, a device or a folder give
+/// misleading errors. The check comes before the open, which a FIFO blocks.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, FormatError> {
+    let meta = std::fs::metadata(path).map_err(FormatError::io(path))?;
+    if !meta.is_file() {
+        return Err(FormatError::NotAFile {
+            path: path.to_owned(),
+            kind: file_kind(&meta),
+        });
+    }
+    std::fs::File::open(path).map_err(FormatError::io(path))
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// The bytes of an image file, as `Dataset::encoded` returns them.
 pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, FormatError> {
-    std::fs::read(path).map_err(FormatError::io(path))
+    let mut bytes = Vec::new();
+    open_regular(path)?
+        .read_to_end(&mut bytes)
+        .map_err(FormatError::io(path))?;
+    Ok(bytes)
+}
+
+/// Bounds on what one image may decode to: a small file may declare a huge
+/// size (a decompression bomb: an 855-byte PNG of 100000×100000 pixels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Largest width or height accepted.
+    pub max_side: u32,
+    /// Largest decoded size in bytes.
+    pub max_bytes: u64,
+}
+
+impl Default for DecodeLimits {
+    /// 16384 pixels a side and 256 MiB decoded (a 9000×9000 RGB photo fits).
+    fn default() -> Self {
+        Self {
+            max_side: 16_384,
+            max_bytes: 256 << 20,
+        }
+    }
+}
+
+static LIMITS: std::sync::RwLock<DecodeLimits> = std::sync::RwLock::new(DecodeLimits {
+    max_side: 16_384,
+    max_bytes: 256 << 20,
+});
+
+/// Sets the bounds every reader decodes under (process-wide).
+pub fn set_decode_limits(limits: DecodeLimits) {
+    *LIMITS.write().unwrap_or_else(|p| p.into_inner()) = limits;
+}
+
+/// The bounds in force.
+pub fn decode_limits() -> DecodeLimits {
+    *LIMITS.read().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Decodes an encoded sample and applies its fixed steps (as the reader of
@@ -78,11 +147,27 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
             message: "truncated JPEG (no end-of-image marker)".into(),
         });
     }
-    let decoder = ImageReader::with_format(Cursor::new(bytes), format)
-        .into_decoder()
-        .map_err(err)?;
+    let bounds = decode_limits();
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(bounds.max_side);
+    limits.max_image_height = Some(bounds.max_side);
+    limits.max_alloc = Some(bounds.max_bytes);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits);
+    let decoder = reader.into_decoder().map_err(err)?;
     let (width, height) = decoder.dimensions();
     let color = decoder.color_type();
+    if width > bounds.max_side
+        || height > bounds.max_side
+        || decoder.total_bytes() > bounds.max_bytes
+    {
+        return Err(FormatError::TooLarge {
+            path: path.to_owned(),
+            width,
+            height,
+            limits: bounds,
+        });
+    }
     match color {
         ColorType::L8 | ColorType::La8 | ColorType::Rgb8 | ColorType::Rgba8 => {
             let n = usize::try_from(decoder.total_bytes()).map_err(|_| FormatError::Decode {

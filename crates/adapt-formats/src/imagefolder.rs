@@ -45,7 +45,16 @@ impl ImageFolder {
         let mut entries = Vec::new();
         for (label, class) in classes.iter().enumerate() {
             let mut files = Vec::new();
-            walk(&root.join(class), &mut files)?;
+            let dir = root.join(class);
+            walk(&dir, &mut files, &mut Vec::new())?;
+            if files.is_empty() {
+                // torchvision refuses it too: an empty class would shift
+                // every later label silently.
+                return Err(FormatError::Empty {
+                    path: dir,
+                    what: "class folder without any image (jpg, jpeg, png)",
+                });
+            }
             files.sort();
             entries.extend(files.into_iter().map(|p| (p, label as i64)));
         }
@@ -64,11 +73,25 @@ impl ImageFolder {
     }
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FormatError> {
+/// Collects image files under `dir`, following symbolic links as
+/// torchvision does, but refusing a folder reached again from inside itself
+/// (`ancestors`: the canonical folders on the way down).
+fn walk(
+    dir: &Path,
+    out: &mut Vec<PathBuf>,
+    ancestors: &mut Vec<PathBuf>,
+) -> Result<(), FormatError> {
+    let canonical = dir.canonicalize().map_err(FormatError::io(dir))?;
+    if ancestors.contains(&canonical) {
+        return Err(FormatError::LinkLoop {
+            path: dir.to_owned(),
+        });
+    }
+    ancestors.push(canonical);
     for entry in std::fs::read_dir(dir).map_err(FormatError::io(dir))? {
         let path = entry.map_err(FormatError::io(dir))?.path();
         if path.is_dir() {
-            walk(&path, out)?;
+            walk(&path, out, ancestors)?;
         } else if path
             .extension()
             .and_then(|e| e.to_str())
@@ -77,6 +100,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), FormatError> {
             out.push(path);
         }
     }
+    ancestors.pop();
     Ok(())
 }
 

@@ -30,7 +30,8 @@ pub use cifar10::{
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
 pub use image_io::{
-    decode_encoded_into, decode_rgb_into, encode_jpeg, encode_png, write_atomically,
+    DecodeLimits, decode_encoded_into, decode_limits, decode_rgb_into, encode_jpeg, encode_png,
+    open_regular, set_decode_limits, write_atomically,
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 pub use scaled::reduced_decoder;

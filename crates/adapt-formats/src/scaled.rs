@@ -88,6 +88,15 @@ mod turbo {
                 return Err(decode_error("truncated JPEG (no end-of-image marker)"));
             }
             let (w, h) = self.dimensions(bytes)?;
+            let limits = crate::decode_limits();
+            if w > limits.max_side || h > limits.max_side {
+                return Err(Error::reader(FormatError::TooLarge {
+                    path: "encoded image".into(),
+                    width: w,
+                    height: h,
+                    limits,
+                }));
+            }
             let Some(eighths) = [1, 2, 4]
                 .into_iter()
                 .find(|&e| scaled(w, e) >= min_w && scaled(h, e) >= min_h)

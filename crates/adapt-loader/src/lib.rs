@@ -243,19 +243,40 @@ impl Loader {
     }
 }
 
-/// Bytes of one full batch, with overflow-safe arithmetic.
+/// Bytes of one full batch, with overflow-safe arithmetic; refused when the
+/// batches the loader may hold at once (in flight, plus the consumer's)
+/// exceed the memory available now.
 fn batch_bytes(config: &LoaderConfig, shape: Shape) -> Result<usize, LoaderError> {
-    config
+    let too_big = |what: String| {
+        LoaderError::InvalidConfig(format!(
+            "a batch of {} samples of {shape} {what}",
+            config.batch_size
+        ))
+    };
+    let bytes = config
         .batch_size
         .checked_mul(shape.len())
         .and_then(|n| n.checked_mul(config.output.bytes_per_value()))
         .filter(|&n| n <= isize::MAX as usize / 2)
-        .ok_or_else(|| {
-            LoaderError::InvalidConfig(format!(
-                "a batch of {} samples of {shape} does not fit in memory",
-                config.batch_size
-            ))
-        })
+        .ok_or_else(|| too_big("does not fit in memory".into()))?;
+    let held = bytes.saturating_mul(config.max_in_flight() + 1);
+    if let Some(available) = available_memory()
+        && held > available
+    {
+        return Err(too_big(format!(
+            "is {bytes} bytes; {} of them in flight need {held}, more than the {available} bytes available",
+            config.max_in_flight() + 1
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Memory available now (`MemAvailable` in /proc/meminfo), where known.
+fn available_memory() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 fn sample_shape(

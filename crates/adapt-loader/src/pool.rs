@@ -33,12 +33,26 @@ pub struct AlignedBytes {
 }
 
 impl AlignedBytes {
-    /// `len` zero bytes.
+    /// `len` zero bytes. Aborts when memory runs out, as `vec!` does: see
+    /// [`try_zeroed`](Self::try_zeroed) for sizes from input.
     pub fn zeroed(len: usize) -> Self {
         Self {
             words: vec![0.0; len.div_ceil(4)],
             len,
         }
+    }
+
+    /// `len` zero bytes, or an error when the memory cannot be had.
+    pub fn try_zeroed(len: usize) -> Result<Self, LoaderError> {
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(len.div_ceil(4))
+            .map_err(|e| LoaderError::Buffer {
+                bytes: len,
+                message: e.to_string(),
+            })?;
+        words.resize(len.div_ceil(4), 0.0);
+        Ok(Self { words, len })
     }
 }
 
@@ -67,7 +81,7 @@ pub struct HeapBuffers;
 
 impl BufferProvider for HeapBuffers {
     fn allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
-        Ok(Box::new(AlignedBytes::zeroed(bytes)))
+        Ok(Box::new(AlignedBytes::try_zeroed(bytes)?))
     }
 }
 

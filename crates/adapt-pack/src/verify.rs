@@ -18,7 +18,7 @@ pub(crate) struct ShardSummary {
 /// Reads a shard's header, footer and index (checking the index checksum
 /// and that the frames tile the records).
 pub(crate) fn open_shard(path: &Path) -> Result<(File, Header, Vec<FrameEntry>, u64), PackError> {
-    let file = File::open(path).map_err(PackError::io(path))?;
+    let file = regular(path)?;
     let len = file.metadata().map_err(PackError::io(path))?.len();
     let bad = |message: String| PackError::BadShard {
         path: path.to_owned(),
@@ -111,8 +111,21 @@ pub(crate) fn read_frame(
     Ok(records)
 }
 
+/// Opens `path` only if it is a regular file: a FIFO in a shard's place
+/// would block the reader forever.
+fn regular(path: &Path) -> Result<File, PackError> {
+    let meta = std::fs::metadata(path).map_err(PackError::io(path))?;
+    if !meta.is_file() {
+        return Err(PackError::BadShard {
+            path: path.to_owned(),
+            message: "not a regular file".into(),
+        });
+    }
+    File::open(path).map_err(PackError::io(path))
+}
+
 fn file_hash(path: &Path) -> Result<u64, PackError> {
-    let mut f = File::open(path).map_err(PackError::io(path))?;
+    let mut f = regular(path)?;
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

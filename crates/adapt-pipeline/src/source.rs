@@ -183,7 +183,12 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     match kind.to_ascii_lowercase().as_str() {
         "celeba+digiface" => {
             let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
-            let offset = celeba.num_classes().unwrap_or(0) as i64;
+            let offset = i64::try_from(celeba.num_classes().unwrap_or(0)).map_err(|_| {
+                PipelineError::Option(format!(
+                    "{}: CelebA identities too large to offset DigiFace1M's labels past them",
+                    path.join("celeba").display()
+                ))
+            })?;
             let digi = DigiFace::open(
                 &path.join("digiface"),
                 DigiFaceOptions {

@@ -154,7 +154,7 @@ impl BufferProvider for PinnedBuffers {
             }
             None => {
                 self.0.pageable_handed.fetch_add(1, Ordering::SeqCst);
-                Ok(Box::new(AlignedBytes::zeroed(bytes)))
+                Ok(Box::new(AlignedBytes::try_zeroed(bytes)?))
             }
         }
     }

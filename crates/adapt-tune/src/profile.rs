@@ -37,6 +37,14 @@ pub struct Profile {
     pub entries: Vec<ProfileEntry>,
 }
 
+/// Knobs a loader could run: a worker count and prefetch factor of sane
+/// size, persistence only with workers.
+fn plausible(k: &crate::Knobs) -> bool {
+    k.num_workers <= 4096
+        && (1..=4096).contains(&k.prefetch_factor)
+        && (k.num_workers > 0 || !k.persistent_workers)
+}
+
 impl Profile {
     /// Reads a profile; a missing file is an empty profile, a corrupt one an
     /// error naming it.
@@ -49,6 +57,16 @@ impl Profile {
                     return Err(TuneError::file(
                         path,
                         format!("profile version {} is not 1", p.version),
+                    ));
+                }
+                // Knobs read from a file are checked as a user's would be.
+                if let Some(e) = p.entries.iter().find(|e| !plausible(&e.knobs)) {
+                    return Err(TuneError::file(
+                        path,
+                        format!(
+                            "entry for {} (batch {}) holds unusable knobs: {}",
+                            e.key.dataset, e.key.batch_size, e.knobs
+                        ),
                     ));
                 }
                 Ok(p)

@@ -65,8 +65,30 @@ pub fn replay(
     seeds: usize,
     noise: f64,
 ) -> Result<Vec<ReplayStats>, TuneError> {
+    if !(0.0..1.0).contains(&noise) {
+        return Err(TuneError::InvalidOption(format!(
+            "replay noise {noise} must be in [0, 1)"
+        )));
+    }
+    if seeds == 0 {
+        return Err(TuneError::InvalidOption(
+            "replay needs at least one seed".into(),
+        ));
+    }
     let mut out = Vec::new();
     for run in &report.runs {
+        // A report read back from a file: every recorded time must be a
+        // positive number of seconds (infinite marks a failed trial).
+        if let Some(bad) = run
+            .grid
+            .iter()
+            .find(|c| c.seconds.is_nan() || c.seconds <= 0.0)
+        {
+            return Err(TuneError::InvalidOption(format!(
+                "the report's grid for batch size {} records {} s for {}: not a time",
+                run.batch_size, bad.seconds, bad.config
+            )));
+        }
         if run.grid.is_empty() {
             return Err(TuneError::InvalidOption(format!(
                 "the report has no recorded grid for batch size {} (tune with --strategy grid or both)",

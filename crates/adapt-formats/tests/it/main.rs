@@ -6,6 +6,7 @@
 mod celeba;
 mod cifar10;
 mod digiface;
+mod hostile;
 mod imagefolder;
 
 use std::path::PathBuf;

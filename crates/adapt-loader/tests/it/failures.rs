@@ -237,3 +237,23 @@ fn steady_state_allocates_no_new_buffer() {
         );
     }
 }
+
+/// Issue 14: a batch size whose buffers cannot fit in memory is refused at
+/// construction, not an abort at the first allocation.
+#[test]
+fn a_batch_too_large_for_memory_is_refused_at_construction() {
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(10));
+    for batch_size in [1usize << 40, usize::MAX / 2, usize::MAX] {
+        let r = adapt_loader::Loader::new(
+            Arc::clone(&ds),
+            LoaderConfig {
+                batch_size,
+                ..LoaderConfig::default()
+            },
+        );
+        assert!(
+            matches!(r, Err(LoaderError::InvalidConfig(ref m)) if m.contains("batch of")),
+            "batch size {batch_size}"
+        );
+    }
+}

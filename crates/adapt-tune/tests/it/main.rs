@@ -119,6 +119,17 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
     ];
     let stats = replay(&report, &strategies, 10, 0.05).unwrap();
     assert_eq!(stats.len(), 2);
+    // A report read back with nonsense times is refused, not replayed.
+    for bad in [-1.0, 0.0, f64::NAN] {
+        let mut broken = report.clone();
+        broken.runs[0].grid[0].seconds = bad;
+        assert!(replay(&broken, &strategies, 10, 0.0).is_err(), "{bad} s");
+    }
+    assert!(
+        replay(&report, &strategies, 10, 1.5).is_err(),
+        "noise past 100%"
+    );
+    assert!(replay(&report, &strategies, 0, 0.0).is_err(), "no seed");
     assert!(
         stats
             .iter()
@@ -232,6 +243,13 @@ fn a_profile_round_trips_and_is_reused() {
         p.loader_config(fingerprint, &base, &other).is_none(),
         "another machine's profile is not used"
     );
+
+    // Knobs read back from a profile are checked as a user's would be.
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let absurd = text.replacen("\"num_workers\": ", "\"num_workers\": 9999999", 1);
+    std::fs::write(&profile, absurd).unwrap();
+    let err = Profile::load(&profile).unwrap_err();
+    assert!(err.to_string().contains("unusable knobs"), "{err}");
 
     std::fs::write(&profile, "{ not json").unwrap();
     let err = run(&opts, &quiet).unwrap_err();
