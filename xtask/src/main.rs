@@ -4,6 +4,7 @@
 //! would need lives only here.
 
 mod bench;
+mod fuzz;
 mod gen_cmd;
 mod gpu_check;
 mod inspect;
@@ -32,6 +33,8 @@ enum Verb {
     GpuCheck(gpu_check::Args),
     /// Pack a dataset into shuffled, checksummed shards (or --verify a pack).
     Shard(shard::Args),
+    /// Fuzz every parser with seeded mutations of valid inputs.
+    Fuzz(fuzz::Args),
     /// Run the criterion benchmarks (formats, loader, search).
     Bench(bench::Args),
     /// Tune the loader's knobs with the ADaPT search (the main job).
@@ -42,6 +45,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().verb {
         Verb::Gen(a) => gen_cmd::run(a),
         Verb::Bench(a) => bench::run(a),
+        Verb::Fuzz(a) => fuzz::run(a),
         Verb::Shard(a) => shard::run(a),
         Verb::GpuCheck(a) => gpu_check::run(a),
         Verb::Inspect(a) => inspect::run(a),

@@ -64,6 +64,10 @@ pub(crate) struct Args {
     /// {prefetch_factor} {pin_memory} {persistent_workers}.
     #[arg(long)]
     command: Option<String>,
+    /// With --command: seconds a trial may run before it (and its process
+    /// group) is ended and counted as failed.
+    #[arg(long, default_value_t = 3600.0)]
+    trial_timeout: f64,
     /// Replay the search strategies on the grids recorded in a JSON report
     /// (no trials run).
     #[arg(long)]
@@ -159,6 +163,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             .parse()
             .map_err(|e: String| anyhow::anyhow!(e))?,
         exact_decode: args.pipeline.exact_decode,
+        trial_timeout: if args.trial_timeout.is_finite() && args.trial_timeout > 0.0 {
+            std::time::Duration::from_secs_f64(args.trial_timeout)
+        } else {
+            bail!(
+                "--trial-timeout {} must be a positive number of seconds",
+                args.trial_timeout
+            )
+        },
     };
     // Outputs are checked before the run, not after it.
     for out in [args.json.as_ref(), args.plot.as_ref()]

@@ -11,7 +11,7 @@
 //! does not give torchvision's exact crops.
 //!
 //! Crops and flips keep a planar (CHW) sample planar: CIFAR-10 goes from its
-//! mapped file through the CIFAR recipe to the batch without a transpose.
+//! in-memory file through the CIFAR recipe to the batch without a transpose.
 
 use crate::{Error, Geometry, Layout, Sample, SampleRng, Scratch, Shape, Transform};
 use fast_image_resize as fr;

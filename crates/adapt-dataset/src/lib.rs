@@ -64,7 +64,7 @@ use std::sync::Arc;
 /// How [`Dataset::read`] delivered a sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Read<'a> {
-    /// Borrowed from where it lives (CIFAR-10's mapped files): the caller
+    /// Borrowed from where it lives (CIFAR-10's records in memory): the caller
     /// collates straight from it, one copy per byte, into the batch.
     Lent(SampleView<'a>),
     /// Written into the caller's buffer, reusing its allocation.

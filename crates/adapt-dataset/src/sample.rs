@@ -71,7 +71,7 @@ impl Default for Shape {
     }
 }
 
-/// A sample borrowed from where it lives (a memory-mapped file), for
+/// A sample borrowed from where it lives (a file read into memory), for
 /// formats that store decoded pixels: normalising from it copies each byte
 /// once, straight into the batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

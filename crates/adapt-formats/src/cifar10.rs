@@ -3,12 +3,15 @@
 //! then 1024 R, 1024 G, 1024 B bytes of a row-major 32×32 image), and
 //! `batches.meta.txt` with one class name per line.
 //!
-//! Files are memory-mapped once and shared by every thread: reading a sample
-//! is a 3 KiB copy out of the page cache, with no syscall.
+//! Files are read into memory once at open (CIFAR-10 is 150 MB, as
+//! torchvision's reader holds it) and shared by every thread: a sample is
+//! lent straight from there, with no syscall. They are not memory-mapped: a
+//! mapped file truncated while a loader runs kills the process with SIGBUS;
+//! a read file cannot change underneath.
 
 use crate::{FormatError, write_atomically};
 use adapt_dataset::{Dataset, Error, Layout, Read, Sample, SampleView, Shape, check_index};
-use memmap2::Mmap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 /// Bytes of one record: the label byte and the image.
@@ -53,7 +56,8 @@ impl Split {
 
 struct BatchFile {
     path: PathBuf,
-    map: Mmap,
+    /// The file's bytes, read at open.
+    map: Vec<u8>,
 }
 
 /// The CIFAR-10 binary dataset, one split. Samples are in file order, then
@@ -99,10 +103,25 @@ impl Cifar10 {
             if tail != 0 {
                 return Err(FormatError::CifarSize { path, len, tail });
             }
-            // SAFETY: the map is read-only; the dataset's files are not
-            // expected to change while it is open (as with any reader of a
-            // mapped file, truncating one underneath us is the caller's bug).
-            let map = unsafe { Mmap::map(&file) }.map_err(FormatError::io(&path))?;
+            let mut map = Vec::new();
+            let size = usize::try_from(len).unwrap_or(usize::MAX);
+            map.try_reserve_exact(size).map_err(|e| FormatError::Io {
+                path: path.clone(),
+                source: std::io::Error::other(e),
+            })?;
+            (&file)
+                .take(len)
+                .read_to_end(&mut map)
+                .map_err(FormatError::io(&path))?;
+            if map.len() as u64 != len {
+                // Truncated between the size check and the read.
+                let tail = map.len() as u64 % RECORD_BYTES as u64;
+                return Err(FormatError::CifarSize {
+                    path,
+                    len: map.len() as u64,
+                    tail,
+                });
+            }
             if let Some((record, rec)) = map
                 .chunks_exact(RECORD_BYTES)
                 .enumerate()
@@ -141,7 +160,7 @@ impl Cifar10 {
     }
 
     /// The label and the 3072 planar image bytes of record `index`, borrowed
-    /// from the map.
+    /// from the file read at open.
     pub fn record(&self, index: usize) -> Result<(u8, &[u8]), Error> {
         let (f, r) = self.locate(index)?;
         let rec = &self.files[f].map[r * RECORD_BYTES..(r + 1) * RECORD_BYTES];
@@ -192,7 +211,7 @@ impl Dataset for Cifar10 {
         }
     }
     fn read<'a>(&'a self, index: usize, _buf: &mut Sample) -> Result<Read<'a>, Error> {
-        // Lent from the memory map: the loader collates straight from it.
+        // Lent from the file in memory: the loader collates straight from it.
         let (label, pixels) = self.record(index)?;
         Ok(Read::Lent(SampleView {
             pixels,

@@ -11,8 +11,16 @@ pub(crate) const VERSION: u32 = 1;
 pub(crate) const HEADER_LEN: usize = 40;
 pub(crate) const FOOTER_LEN: usize = 32;
 
+/// The largest decompressed frame a reader accepts: frames are written at
+/// tens of KiB; a crafted index claiming more is refused before anything
+/// is allocated for it.
+pub(crate) const MAX_FRAME_RAW: u32 = 1 << 28;
+
+/// bincode's standard layout, with a bound on what one decode may allocate
+/// (lengths inside a crafted frame are claimed against it first, so an
+/// absurd length is an error, never an allocation).
 fn config() -> impl bincode::config::Config {
-    bincode::config::standard()
+    bincode::config::standard().with_limit::<{ 1 << 30 }>()
 }
 
 /// One sample as stored.

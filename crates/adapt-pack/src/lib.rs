@@ -19,6 +19,8 @@
 
 mod error;
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod manifest;
 mod reader;
 mod stream;

@@ -93,6 +93,15 @@ pub(crate) fn read_frame(
         frame: k,
         message,
     };
+    if f.raw > format::MAX_FRAME_RAW {
+        return Err(bad(format!(
+            "the index claims {} decompressed bytes (at most {} are accepted)",
+            f.raw,
+            format::MAX_FRAME_RAW
+        )));
+    }
+    // `compressed` was checked against the file when the index was read
+    // (the frames tile the file), so this allocation is bounded by it.
     let mut buf = vec![0u8; f.compressed as usize];
     file.read_exact_at(&mut buf, f.offset)
         .map_err(PackError::io(path))?;

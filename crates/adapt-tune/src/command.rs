@@ -3,15 +3,25 @@
 
 use crate::{KnobSpace, Knobs};
 use adapt_search::{Config, Objective, TrialError};
-use std::process::Command;
-use std::time::Instant;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs `sh -c TEMPLATE` with `{num_workers}`, `{prefetch_factor}`,
 /// `{pin_memory}` and `{persistent_workers}` replaced; the cost is its wall
 /// time. A non-zero exit is a failed trial that reports the exit status and
 /// the last lines of output.
+/// The default per-trial limit: one hour (a trial longer than that is a
+/// hang, not a measurement).
+pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Each trial runs in its own process group, with a time limit (past it the
+/// whole group is killed and the trial fails), and its output is drained
+/// and only the tail kept (a program printing gigabytes cannot exhaust the
+/// tuner's memory).
 pub struct CommandObjective {
     template: String,
+    timeout: Duration,
 }
 
 impl CommandObjective {
@@ -19,6 +29,7 @@ impl CommandObjective {
     pub fn new(template: &str) -> Self {
         Self {
             template: template.to_owned(),
+            timeout: DEFAULT_TRIAL_TIMEOUT,
         }
     }
 
@@ -39,32 +50,108 @@ impl CommandObjective {
             .replace("{persistent_workers}", py(k.persistent_workers))
     }
 
+    /// The same objective with a per-trial time limit.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
         let start = Instant::now();
-        let out = Command::new("sh")
+        // Its own process group, so a time-out ends the whole tree (the
+        // shell, the interpreter, its data-loader workers).
+        let mut child = Command::new("sh")
             .arg("-c")
             .arg(&line)
-            .output()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
             .map_err(|e| format!("cannot run `{line}`: {e}"))?;
+        // Output is drained as it comes (a full pipe would stall the
+        // program) and only its last OUTPUT_TAIL bytes are kept.
+        let tails: Vec<_> = [
+            child
+                .stdout
+                .take()
+                .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|r| std::thread::spawn(move || tail_of(r)))
+        .collect();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if start.elapsed() >= self.timeout => break Err(()),
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) => {
+                    kill_group(&child);
+                    return Err(format!("waiting for `{line}`: {e}").into());
+                }
+            }
+        };
         let secs = start.elapsed().as_secs_f64();
-        if out.status.success() {
-            return Ok(secs);
+        if status.is_err() {
+            kill_group(&child);
+            // Reaped after the kill; its pipes close with the group.
+            let _ = child.wait();
         }
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let tail: Vec<&str> = text.lines().rev().take(5).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        Err(format!(
-            "`{line}` exited with {}; last output: {}",
-            out.status,
-            tail.join(" | ")
-        )
-        .into())
+        let text: String = tails
+            .into_iter()
+            .map(|t| t.join().unwrap_or_default())
+            .collect();
+        let last: Vec<&str> = text.lines().rev().take(5).collect();
+        let last: Vec<&str> = last.into_iter().rev().collect();
+        match status {
+            Ok(s) if s.success() => Ok(secs),
+            Ok(s) => Err(format!("`{line}` exited with {s}; last output: {}", last.join(" | ")).into()),
+            Err(()) => Err(format!(
+                "`{line}` ran past the trial limit of {:?} and was ended (with its process group); last output: {}",
+                self.timeout,
+                last.join(" | ")
+            )
+            .into()),
+        }
     }
+}
+
+/// Bytes of a trial's output kept for its error message.
+const OUTPUT_TAIL: usize = 64 << 10;
+
+/// Reads `r` to its end, keeping only the last [`OUTPUT_TAIL`] bytes.
+fn tail_of(mut r: Box<dyn std::io::Read + Send>) -> String {
+    let mut kept: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                kept.extend(&buf[..n]);
+                let over = kept.len().saturating_sub(OUTPUT_TAIL);
+                kept.drain(..over);
+            }
+        }
+    }
+    String::from_utf8_lossy(kept.make_contiguous()).into_owned()
+}
+
+/// Ends the process group `child` leads (SIGKILL to every member).
+fn kill_group(child: &std::process::Child) {
+    // `kill -KILL -- -PGID`: the group's id is the child's pid
+    // (`process_group(0)`). Failing means it is already gone.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 impl Objective for CommandObjective {

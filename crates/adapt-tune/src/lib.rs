@@ -24,7 +24,7 @@ mod report;
 mod space;
 mod tuner;
 
-pub use command::CommandObjective;
+pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT};
 pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, Subset, TrialSpec};

@@ -77,6 +77,9 @@ pub struct TuneOptions {
     pub output: OutputFormat,
     /// Decode JPEGs at full size (no reduced-scale decoding).
     pub exact_decode: bool,
+    /// `--command` tuning: longest a trial may run before its process
+    /// group is killed and the trial fails.
+    pub trial_timeout: std::time::Duration,
 }
 
 impl Default for TuneOptions {
@@ -102,6 +105,7 @@ impl Default for TuneOptions {
             transforms: None,
             output: OutputFormat::F32Nchw,
             exact_decode: false,
+            trial_timeout: crate::command::DEFAULT_TRIAL_TIMEOUT,
         }
     }
 }
@@ -293,10 +297,10 @@ pub fn tune_command(
         batch_bytes: 0,
     };
     let mut objective = Budgeted {
-        inner: CommandObjective::new(template),
+        inner: CommandObjective::new(template).with_timeout(options.trial_timeout),
         budget,
     };
-    let mut finals = CommandObjective::new(template);
+    let mut finals = CommandObjective::new(template).with_timeout(options.trial_timeout);
     let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
         finals
             .measure(&space.config(k))

@@ -314,3 +314,38 @@ fn bad_options_are_clear_errors() {
     .unwrap_err();
     assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
 }
+
+/// Issue 14: an external command that hangs is ended with its whole process
+/// group at the trial limit, and one that prints without end cannot fill
+/// the tuner's memory.
+#[test]
+fn command_trials_are_bounded_in_time_and_output() {
+    use adapt_search::Objective;
+    let space = adapt_tune::KnobSpace::for_machine(&Machine::detect());
+    let config = space.config(&adapt_tune::Knobs::DEFAULT);
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("child-alive");
+    // A shell that leaves a grandchild behind: the group kill must end it.
+    let template = format!(
+        "(sleep 3; touch {}) & sleep 30 # {{num_workers}}",
+        marker.display()
+    );
+    let mut hang = adapt_tune::CommandObjective::new(&template)
+        .with_timeout(std::time::Duration::from_millis(500));
+    let start = std::time::Instant::now();
+    let err = hang.measure(&config).unwrap_err().to_string();
+    assert!(err.contains("trial limit"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(3));
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    assert!(
+        !marker.exists(),
+        "the trial's background child was killed with its group"
+    );
+
+    let mut loud = adapt_tune::CommandObjective::new(
+        "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo last words; exit 3 # {num_workers}",
+    );
+    let err = loud.measure(&config).unwrap_err().to_string();
+    assert!(err.contains("last words"), "{err}");
+    assert!(err.len() < 100_000, "output kept: {} bytes", err.len());
+}
