@@ -3,6 +3,9 @@ use adapt_dataset::{Normalize, ScaledDecode, Transform};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The most worker threads a loader starts.
+pub const MAX_WORKERS: usize = 1024;
+
 /// What to do with a sample whose read fails.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ErrorPolicy {
@@ -212,6 +215,12 @@ impl LoaderConfig {
         }
         if self.prefetch_factor == Some(0) {
             return bad("prefetch_factor must be at least 1".into());
+        }
+        if self.num_workers > MAX_WORKERS {
+            return bad(format!(
+                "num_workers {} is more threads than any machine runs usefully (at most {MAX_WORKERS})",
+                self.num_workers
+            ));
         }
         if self.num_workers == 0 && self.persistent_workers {
             return bad("persistent_workers needs num_workers > 0 (as in PyTorch)".into());

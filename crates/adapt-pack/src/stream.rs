@@ -56,7 +56,10 @@ impl ShardStream {
             self.seed ^ 0x5348_5244,
             epoch.wrapping_mul(1 << 20) ^ self.rank as u64,
         );
-        let mut buffer = Vec::with_capacity(self.buffer);
+        // A buffer larger than the pack holds the whole pack: never allocate
+        // more than that, whatever was asked.
+        let total = self.shards.last().map_or(0, |r| r.end);
+        let mut buffer = Vec::with_capacity(self.buffer.min(total));
         let mut out = Vec::new();
         for &s in shard_order.iter().skip(self.rank).step_by(self.world_size) {
             for i in self.shards[s].clone() {

@@ -37,6 +37,11 @@ use adapt_loader::{LoaderConfig, OutputFormat};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// The most bytes one sample may take after the steps (a 16384×16384 RGB
+/// image is 768 MiB): a size past it is a typing mistake, refused before
+/// anything is allocated.
+pub const MAX_SAMPLE_BYTES: usize = 1 << 30;
+
 /// A whole pipeline: data, transform steps, output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pipeline {
@@ -162,8 +167,20 @@ impl Pipeline {
             }
             if let Some(t) = s.build()? {
                 shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
+                if shape.len() > MAX_SAMPLE_BYTES {
+                    return Err(s.error(format!(
+                        "makes samples of {shape} ({} bytes), more than the {MAX_SAMPLE_BYTES} one sample may take",
+                        shape.len()
+                    )));
+                }
                 compose.0.push(t);
             }
+        }
+        if shape.len() > MAX_SAMPLE_BYTES {
+            return Err(PipelineError::Option(format!(
+                "a sample of {shape} is {} bytes, more than the {MAX_SAMPLE_BYTES} one sample may take",
+                shape.len()
+            )));
         }
         if shape.height == 0 || shape.width == 0 {
             return Err(PipelineError::Option(

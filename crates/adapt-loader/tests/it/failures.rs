@@ -328,3 +328,44 @@ fn files_truncated_or_removed_mid_epoch_never_crash_or_hang() {
     drop(rest);
     drop(l);
 }
+
+/// Issue 14: a batch buffer that cannot be allocated (memory refused) is an
+/// error at its batch, for every worker count; no hang, no thread left.
+#[test]
+fn a_refused_allocation_is_an_error_not_a_hang() {
+    use adapt_loader::{BufferProvider, HeapBuffers, HostBuffer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct Refusing(AtomicUsize);
+    impl BufferProvider for Refusing {
+        fn allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>, LoaderError> {
+            if self.0.fetch_add(1, Ordering::SeqCst) >= 2 {
+                return Err(LoaderError::Buffer {
+                    bytes,
+                    message: "refused".into(),
+                });
+            }
+            HeapBuffers.allocate(bytes)
+        }
+    }
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(100));
+    for workers in [0, 1, 3] {
+        let config = LoaderConfig {
+            batch_size: 4,
+            pin_memory: true,
+            ..cfg(workers)
+        };
+        let provider: Arc<dyn BufferProvider> = Arc::new(Refusing(AtomicUsize::new(0)));
+        let mut l = Loader::with_buffers(Arc::clone(&ds), config, Some(provider)).unwrap();
+        let start = Instant::now();
+        // Hold every batch: the pool must allocate, and is refused.
+        let got: Vec<_> = l.epoch(0).unwrap().collect();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let err = got.iter().find_map(|r| r.as_ref().err()).expect("an error");
+        assert!(
+            matches!(err, LoaderError::Buffer { .. }),
+            "w{workers}: {err}"
+        );
+        drop(got);
+        drop(l);
+    }
+}

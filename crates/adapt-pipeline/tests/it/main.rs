@@ -466,3 +466,46 @@ fn a_streaming_epoch_resumes_exactly() {
         .collect();
     assert_eq!([head, tail].concat(), all);
 }
+
+/// Issue 14: sizes from the user that cannot fit are refused when the
+/// pipeline is built, before anything is allocated.
+#[test]
+fn absurd_sizes_are_refused_at_build() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 10);
+    for text in [
+        "resize(100000x100000),center_crop(32)",
+        "random_resized_crop(60000)",
+    ] {
+        let err = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+            .with_transforms(text)
+            .unwrap()
+            .build()
+            .err()
+            .unwrap();
+        assert!(
+            err.to_string().contains("one sample may take"),
+            "{text}: {err}"
+        );
+    }
+    let spec = DatasetSpec {
+        resize: Some((100_000, 100_000)),
+        ..DatasetSpec::new("cifar10", t.path())
+    };
+    assert!(Pipeline::new(spec).build().is_err());
+    let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        .build()
+        .unwrap();
+    for config in [
+        LoaderConfig {
+            batch_size: 1_000_000_000,
+            ..LoaderConfig::default()
+        },
+        LoaderConfig {
+            num_workers: 100_000,
+            ..LoaderConfig::default()
+        },
+    ] {
+        assert!(Loader::new(built.dataset(), built.loader_config(config)).is_err());
+    }
+}
