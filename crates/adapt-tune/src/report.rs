@@ -127,7 +127,24 @@ impl Report {
             m.memory_bytes as f64 / (1u64 << 30) as f64,
             m.gpu.as_deref().unwrap_or("none (host backend)")
         );
-        s += &format!("dataset: {}\n", self.dataset);
+        // One readable line: data and pipeline (the JSON report keeps all).
+        let d = &self.dataset;
+        match (d.get("kind"), d.get("pipeline")) {
+            (Some(kind), Some(p)) => {
+                s += &format!(
+                    "dataset: {} at {} ({} samples, {}x{}x{})\npipeline: {} -> {}\n",
+                    kind.as_str().unwrap_or("?"),
+                    d["path"].as_str().unwrap_or("?"),
+                    d["samples"],
+                    d["shape"][0],
+                    d["shape"][1],
+                    d["shape"][2],
+                    p["transforms"].as_str().unwrap_or("?"),
+                    p["output"].as_str().unwrap_or("?"),
+                );
+            }
+            _ => s += &format!("dataset: {d}\n"),
+        }
         for n in &self.notes {
             s += &format!("note: {n}\n");
         }
