@@ -20,6 +20,27 @@ fn cifar(dir: &Path, train: usize) {
     .unwrap();
 }
 
+/// CIFAR-10 of `n` records in `loose`, and a pack of it in `pack_dir`.
+fn cifar_and_pack(loose: &Path, pack_dir: &Path, n: usize, shard_size: usize) {
+    cifar(loose, n);
+    let source = adapt_formats::Cifar10::open(loose, adapt_formats::Split::Train).unwrap();
+    adapt_pack::write_pack(
+        &source,
+        &adapt_pack::SourceInfo {
+            dataset: "cifar10".into(),
+            path: loose.display().to_string(),
+            class_names: None,
+        },
+        pack_dir,
+        &adapt_pack::PackOptions {
+            shard_size,
+            ..adapt_pack::PackOptions::default()
+        },
+        &|_| {},
+    )
+    .unwrap();
+}
+
 fn token_of(e: PipelineError) -> String {
     match e {
         PipelineError::Transform { token, .. } => token,
@@ -175,25 +196,8 @@ fn the_loader_batches_what_inspect_shows() {
 #[test]
 fn a_pack_augments_as_the_loose_files_it_was_made_from() {
     let t = tempfile::tempdir().unwrap();
-    let loose = t.path().join("c");
-    cifar(&loose, 30);
-    let source = adapt_formats::Cifar10::open(&loose, adapt_formats::Split::Train).unwrap();
-    let pack_dir = t.path().join("p");
-    adapt_pack::write_pack(
-        &source,
-        &adapt_pack::SourceInfo {
-            dataset: "cifar10".into(),
-            path: loose.display().to_string(),
-            class_names: None,
-        },
-        &pack_dir,
-        &adapt_pack::PackOptions {
-            shard_size: 8,
-            ..adapt_pack::PackOptions::default()
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let (loose, pack_dir) = (t.path().join("c"), t.path().join("p"));
+    cifar_and_pack(&loose, &pack_dir, 30, 8);
     let text = "random_crop(32,padding=4),hflip,color_jitter(0.4,0.4,0.4)";
     let build = |kind: &str, path: &Path| {
         Pipeline::new(DatasetSpec::new(kind, path))
@@ -407,25 +411,8 @@ fn reduced_decoding_is_close_to_the_exact_path_and_consistent() {
 #[test]
 fn a_streaming_epoch_resumes_exactly() {
     let t = tempfile::tempdir().unwrap();
-    let loose = t.path().join("c");
-    cifar(&loose, 60);
-    let source = adapt_formats::Cifar10::open(&loose, adapt_formats::Split::Train).unwrap();
-    let pack_dir = t.path().join("p");
-    adapt_pack::write_pack(
-        &source,
-        &adapt_pack::SourceInfo {
-            dataset: "cifar10".into(),
-            path: loose.display().to_string(),
-            class_names: None,
-        },
-        &pack_dir,
-        &adapt_pack::PackOptions {
-            shard_size: 16,
-            ..adapt_pack::PackOptions::default()
-        },
-        &|_| {},
-    )
-    .unwrap();
+    let (loose, pack_dir) = (t.path().join("c"), t.path().join("p"));
+    cifar_and_pack(&loose, &pack_dir, 60, 16);
     let built = Pipeline::new(DatasetSpec::new("pack", &pack_dir))
         .with_transforms("random_crop(32,padding=4),hflip")
         .unwrap()
