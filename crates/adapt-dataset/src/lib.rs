@@ -54,7 +54,7 @@ pub use encoded::{Encoded, FixedSteps};
 pub use error::Error;
 pub use geometry::{Geometry, apply_deferring};
 pub use normalize::{Normalize, write_u8};
-pub use permutation::permutation;
+pub use permutation::{fnv1a, permutation};
 pub use rng::SampleRng;
 pub use sample::{Layout, Sample, SampleView, Shape};
 pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};

@@ -17,6 +17,14 @@ pub fn permutation(len: usize, seed: u64, stream: u64) -> Vec<usize> {
     order
 }
 
+/// FNV-1a, 64 bits, of `bytes`: a stable digest for identities and damage
+/// checks (fingerprints, checkpoints), not for security.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

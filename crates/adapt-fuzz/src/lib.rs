@@ -100,7 +100,11 @@ pub fn fuzz(
     let fail = |reason: String, input: Vec<u8>| {
         let saved = save.and_then(|dir| {
             std::fs::create_dir_all(dir).ok()?;
-            let p = dir.join(format!("{}-{:016x}.bin", target.name, fnv(&input)));
+            let p = dir.join(format!(
+                "{}-{:016x}.bin",
+                target.name,
+                adapt_dataset::fnv1a(&input)
+            ));
             std::fs::write(&p, &input).ok().map(|()| p)
         });
         Failure {
@@ -133,10 +137,4 @@ pub fn fuzz(
         }
     }
     Ok(summary)
-}
-
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
 }

@@ -65,14 +65,6 @@ pub struct LoaderState {
 
 pub(crate) const FORMAT: u32 = 1;
 
-/// FNV-1a, 64 bits: a checksum of the record's text (not a defence
-/// against tampering, a detector of damage).
-fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
-}
-
 fn damaged(reason: impl Into<String>) -> LoaderError {
     LoaderError::Checkpoint(reason.into())
 }
@@ -81,7 +73,10 @@ impl LoaderState {
     /// The JSON text, with a checksum line last.
     pub fn to_text(&self) -> String {
         let body = serde_json::to_string_pretty(self).unwrap_or_default();
-        format!("{body}\n#checksum {:016x}\n", fnv1a(&body))
+        format!(
+            "{body}\n#checksum {:016x}\n",
+            adapt_dataset::fnv1a(body.as_bytes())
+        )
     }
 
     /// Reads a checkpoint written by [`to_text`](Self::to_text); a damaged
@@ -92,7 +87,7 @@ impl LoaderState {
             .ok_or_else(|| damaged("no checksum line: truncated or not a checkpoint"))?;
         let sum = u64::from_str_radix(tail.trim(), 16)
             .map_err(|_| damaged(format!("unreadable checksum {:?}", tail.trim())))?;
-        if fnv1a(body) != sum {
+        if adapt_dataset::fnv1a(body.as_bytes()) != sum {
             return Err(damaged("checksum mismatch: the checkpoint is damaged"));
         }
         let state: Self =

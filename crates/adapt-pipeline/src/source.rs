@@ -268,12 +268,9 @@ pub fn dataset_fingerprint(kind: &str, path: &Path, ds: &dyn Dataset) -> String 
         ds.source(0),
         ds.source(ds.len().saturating_sub(1))
     );
-    format!("{kind}-{}-{:016x}", ds.len(), fnv1a(&text))
-}
-
-/// FNV-1a over `text`: a stable 64-bit digest for identities (not security).
-pub(crate) fn fnv1a(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    format!(
+        "{kind}-{}-{:016x}",
+        ds.len(),
+        adapt_dataset::fnv1a(text.as_bytes())
+    )
 }
