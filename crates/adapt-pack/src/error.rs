@@ -56,6 +56,14 @@ pub enum PackError {
         /// What is there.
         message: String,
     },
+    /// A pack whose source's content differs from what it was made from.
+    #[error("{dir}: stale: {message}")]
+    Stale {
+        /// The pack.
+        dir: PathBuf,
+        /// What differs.
+        message: String,
+    },
     /// A source sample could not be read while packing.
     #[error("source sample {index}: {source}")]
     Source {

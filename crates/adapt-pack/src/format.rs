@@ -1,13 +1,14 @@
 //! The shard file layout (see `docs/pack-format.md`): header, zstd frames of
 //! bincode records, a bincode frame index, a footer.
 
-use crate::{PackError, Store};
+use crate::{Codec, PackError, Store};
 use bincode::{Decode, Encode};
 use std::path::Path;
 
 pub(crate) const MAGIC: &[u8; 8] = b"ADAPTPK\0";
 pub(crate) const END_MAGIC: &[u8; 8] = b"ADPKEND\0";
-pub(crate) const VERSION: u32 = 1;
+/// Version 2 adds the codec byte (version 1 shards are zstd).
+pub(crate) const VERSION: u32 = 2;
 pub(crate) const HEADER_LEN: usize = 40;
 pub(crate) const FOOTER_LEN: usize = 32;
 
@@ -64,6 +65,7 @@ pub(crate) struct FrameEntry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
     pub(crate) store: Store,
+    pub(crate) codec: Codec,
     pub(crate) shard: u32,
     pub(crate) records: u32,
     pub(crate) pack_id: u64,
@@ -77,6 +79,11 @@ impl Header {
         b[12] = match self.store {
             Store::Raw => 0,
             Store::Encoded => 1,
+        };
+        b[13] = match self.codec {
+            Codec::Zstd => 0,
+            Codec::Lz4 => 1,
+            Codec::None => 2,
         };
         b[16..20].copy_from_slice(&self.shard.to_le_bytes());
         b[20..24].copy_from_slice(&self.records.to_le_bytes());
@@ -99,9 +106,9 @@ impl Header {
             return Err(bad("wrong magic: not an adapt pack shard".into()));
         }
         let version = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(bad(format!(
-                "shard format version {version}, this reader reads {VERSION}"
+                "shard format version {version}, this reader reads 1 to {VERSION}"
             )));
         }
         let store = match b[12] {
@@ -109,11 +116,18 @@ impl Header {
             1 => Store::Encoded,
             k => return Err(bad(format!("unknown record kind {k}"))),
         };
+        let codec = match (version, b[13]) {
+            (_, 0) => Codec::Zstd,
+            (2.., 1) => Codec::Lz4,
+            (2.., 2) => Codec::None,
+            (_, k) => return Err(bad(format!("unknown codec {k}"))),
+        };
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let mut id = [0u8; 8];
         id.copy_from_slice(&b[24..32]);
         Ok(Self {
             store,
+            codec,
             shard: u32_at(16),
             records: u32_at(20),
             pack_id: u64::from_le_bytes(id),
@@ -196,7 +210,29 @@ pub(crate) fn xxh3(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
-/// The shard file name for shard number `k`.
-pub(crate) fn shard_name(k: usize) -> String {
-    format!("shard-{k:05}.adpk")
+/// The shard file name for shard number `k` of pack `id`: the pack id in
+/// the name keeps a new pack's shards apart from an old one's in the same
+/// folder until the new manifest replaces the old.
+pub(crate) fn shard_name(id: u64, k: usize) -> String {
+    format!("shard-{id:016x}-{k:05}.adpk")
+}
+
+/// Whether `name` is a shard file name this writer gives (any pack id), or
+/// its temporary form.
+pub(crate) fn is_writer_name(name: &str) -> bool {
+    let stem = name
+        .strip_suffix(".adpk.partial")
+        .or_else(|| name.strip_suffix(".adpk"));
+    let Some(rest) = stem.and_then(|s| s.strip_prefix("shard-")) else {
+        return false;
+    };
+    let mut parts = rest.split('-');
+    matches!(
+        (parts.next(), parts.next(), parts.next()),
+        (Some(id), Some(k), None)
+            if id.len() == 16
+                && id.bytes().all(|b| b.is_ascii_hexdigit())
+                && k.len() >= 5
+                && k.bytes().all(|b| b.is_ascii_digit())
+    )
 }

@@ -3,6 +3,7 @@
 //! right but whose lengths are absurd). Not for packs anyone reads.
 
 use crate::format::{self, FOOTER_LEN, Footer, FrameEntry, HEADER_LEN, Header, xxh3};
+use crate::Codec;
 use std::path::Path;
 
 /// The decompressed payload (encoded records) of a one-frame shard.
@@ -19,7 +20,12 @@ pub fn payload_of(shard: &[u8]) -> Option<Vec<u8>> {
     let frames = format::decode_index(idx).ok()?;
     let f = frames.first()?;
     let bytes = shard.get(f.offset as usize..f.offset as usize + f.compressed as usize)?;
-    zstd::bulk::decompress(bytes, f.raw as usize).ok()
+    let header = Header::parse(Path::new("shard"), shard.get(..HEADER_LEN)?).ok()?;
+    match header.codec {
+        Codec::Zstd => zstd::bulk::decompress(bytes, f.raw as usize).ok(),
+        Codec::Lz4 => lz4_flex::block::decompress(bytes, f.raw as usize).ok(),
+        Codec::None => Some(bytes.to_vec()),
+    }
 }
 
 /// A one-frame shard with `template`'s header whose frame holds `payload`
@@ -31,7 +37,11 @@ pub fn shard_with_payload(template: &[u8], payload: &[u8], count: u32) -> Option
         records: count,
         ..header
     };
-    let compressed = zstd::bulk::compress(payload, 1).ok()?;
+    let compressed = match header.codec {
+        Codec::Zstd => zstd::bulk::compress(payload, 1).ok()?,
+        Codec::Lz4 => lz4_flex::block::compress(payload),
+        Codec::None => payload.to_vec(),
+    };
     let entry = FrameEntry {
         offset: HEADER_LEN as u64,
         compressed: u32::try_from(compressed.len()).ok()?,

@@ -23,13 +23,27 @@ mod format;
 pub mod fuzzing;
 mod manifest;
 mod reader;
+mod storage;
 mod stream;
 mod verify;
 mod writer;
 
 pub use error::PackError;
-pub use manifest::{Manifest, ShardInfo, Store};
+pub use manifest::{Codec, Manifest, ShardInfo, Store};
 pub use reader::PackDataset;
+pub use storage::{LocalStorage, PackStorage, ShardFile};
 pub use stream::ShardStream;
-pub use verify::{VerifyReport, verify};
-pub use writer::{PackOptions, SourceInfo, write_pack};
+pub use verify::{VerifyReport, verify, verify_storage};
+pub use writer::{PackOptions, SourceInfo, check_source, source_digest, write_pack};
+
+/// Whether `name` is a shard file name this crate's writer gives (any
+/// pack id, complete or temporary): what an uploader may clean up.
+pub fn is_writer_file_name(name: &str) -> bool {
+    format::is_writer_name(name)
+}
+
+/// Whether `bytes` (a file's first bytes) begin as a shard written by this
+/// crate does.
+pub fn starts_like_shard(bytes: &[u8]) -> bool {
+    bytes.starts_with(format::MAGIC)
+}

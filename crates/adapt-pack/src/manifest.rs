@@ -1,6 +1,45 @@
 use crate::PackError;
+use crate::storage::{LocalStorage, PackStorage};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// How a pack's frames are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Codec {
+    /// zstd at the pack's level: smallest, slowest to read.
+    #[default]
+    Zstd,
+    /// LZ4 (block format): a few GB/s to decompress, little gain on noisy
+    /// pixels.
+    Lz4,
+    /// Stored as is: reads at memory speed, as large as the pixels.
+    None,
+}
+
+impl std::str::FromStr for Codec {
+    type Err = PackError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "zstd" => Ok(Codec::Zstd),
+            "lz4" => Ok(Codec::Lz4),
+            "none" => Ok(Codec::None),
+            _ => Err(PackError::InvalidOption(format!(
+                "codec {s:?}: expected zstd, lz4 or none"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+            Codec::None => "none",
+        })
+    }
+}
 
 /// What the records of a pack hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -44,11 +83,17 @@ pub struct ShardInfo {
 pub struct Manifest {
     /// Always `adapt-pack`.
     pub format: String,
-    /// Format version (1).
+    /// Format version (2; 1 = before codecs and source digests).
     pub version: u32,
-    /// Identity of the writing run's inputs (source, seed, sizes), hex; every
-    /// shard header carries it too.
+    /// Identity of the writing run's inputs (the source's content digest,
+    /// seed, sizes, codec), hex; every shard header and shard file name
+    /// carries it too.
     pub pack_id: String,
+    /// xxh3-64 of every source sample's content (encoded bytes, or pixels),
+    /// labels and order, hex: what ties the pack to the data it was made
+    /// from ([`crate::source_digest`]). Absent in version 1 packs.
+    #[serde(default)]
+    pub source_digest: Option<String>,
     /// Source format name (`cifar10`, `celeba` …).
     pub source_dataset: String,
     /// Source path as given.
@@ -61,7 +106,10 @@ pub struct Manifest {
     pub store: Store,
     /// Seed of the shuffle before packing.
     pub seed: u64,
-    /// zstd level used.
+    /// How frames are compressed (zstd in version 1 packs).
+    #[serde(default)]
+    pub codec: Codec,
+    /// zstd level used (with the zstd codec).
     pub zstd_level: i32,
     /// Target uncompressed bytes per frame.
     pub frame_bytes: usize,
@@ -78,35 +126,62 @@ pub struct Manifest {
 /// The manifest's file name.
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const FORMAT: &str = "adapt-pack";
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
+/// A manifest lists shards: a few MiB at most for any real pack.
+const MAX_MANIFEST: u64 = 64 << 20;
 
 impl Manifest {
     /// Reads and checks `dir/manifest.json`.
     pub fn load(dir: &Path) -> Result<Self, PackError> {
-        let path = dir.join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| PackError::Manifest {
-            path: path.clone(),
-            message: if e.kind() == std::io::ErrorKind::NotFound {
-                "no manifest: not a pack, or an incomplete one (rerun the writer to finish it)"
-                    .into()
-            } else {
-                e.to_string()
-            },
-        })?;
-        let m: Manifest = serde_json::from_str(&text).map_err(|e| PackError::Manifest {
+        Self::load_from(&LocalStorage::new(dir))
+    }
+
+    /// Reads and checks the manifest of a pack in `storage`.
+    pub fn load_from(storage: &dyn PackStorage) -> Result<Self, PackError> {
+        let path = storage.locate(MANIFEST);
+        let bytes = storage
+            .read_small(MANIFEST, MAX_MANIFEST)
+            .map_err(|e| PackError::Manifest {
+                path: path.clone(),
+                message: if e.kind() == std::io::ErrorKind::NotFound {
+                    "no manifest: not a pack, or an incomplete one (rerun the writer to finish it)"
+                        .into()
+                } else {
+                    e.to_string()
+                },
+            })?;
+        Self::parse(&path, &bytes)
+    }
+
+    /// Parses and checks a manifest's bytes; `path` names it in errors.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Self, PackError> {
+        let path = path.to_owned();
+        let m: Manifest = serde_json::from_slice(bytes).map_err(|e| PackError::Manifest {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        if m.format != FORMAT || m.version != VERSION {
+        if m.format != FORMAT || !(1..=VERSION).contains(&m.version) {
             return Err(PackError::Manifest {
                 path,
                 message: format!(
-                    "format {:?} version {} (expected {FORMAT} {VERSION})",
+                    "format {:?} version {} (expected {FORMAT} 1 to {VERSION})",
                     m.format, m.version
                 ),
             });
         }
         let total: usize = m.shards.iter().map(|s| s.samples).sum();
+        if m.version == 1 && m.codec != Codec::Zstd {
+            return Err(PackError::Manifest {
+                path,
+                message: "a version 1 pack names a codec".into(),
+            });
+        }
+        if let Some(bad) = m.shards.iter().find(|s| !safe_file_name(&s.file)) {
+            return Err(PackError::Manifest {
+                path,
+                message: format!("shard file name {:?} is not a plain file name", bad.file),
+            });
+        }
         if total != m.samples || m.shards.is_empty() {
             return Err(PackError::Manifest {
                 path,
@@ -118,4 +193,13 @@ impl Manifest {
         }
         Ok(m)
     }
+}
+
+/// A name inside the pack folder: no separators, no `..`, nothing hidden.
+pub(crate) fn safe_file_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
 }

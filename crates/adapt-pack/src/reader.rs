@@ -1,19 +1,20 @@
 //! Random access to a pack through its frame index.
 
 use crate::format::{Body, FrameEntry, Record};
+use crate::storage::{LocalStorage, PackStorage, ShardFile};
 use crate::verify::{open_shard, read_frame};
-use crate::{Manifest, PackError};
+use crate::{Codec, Manifest, PackError};
 use adapt_dataset::{
     CropBox, Dataset, Encoded, Error, FixedSteps, Layout, Read, Sample, Shape, check_index,
 };
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 struct Shard {
     path: PathBuf,
-    file: File,
+    file: Arc<dyn ShardFile>,
+    codec: Codec,
     frames: Vec<FrameEntry>,
 }
 
@@ -25,6 +26,7 @@ type Frame = Arc<Vec<Record>>;
 /// decompressed frames, shared by every worker.
 pub struct PackDataset {
     dir: PathBuf,
+    storage: Arc<dyn PackStorage>,
     manifest: Manifest,
     shards: Vec<Shard>,
     /// `ends[k]`: one past the last pack index held by shard `k`.
@@ -38,15 +40,23 @@ impl PackDataset {
     /// and frame index, and checks that they agree (counts, sizes, pack id,
     /// record kind). Frame checksums are checked as frames are read.
     pub fn open(dir: &Path) -> Result<Self, PackError> {
-        let manifest = Manifest::load(dir)?;
+        Self::open_in(Arc::new(LocalStorage::new(dir)))
+    }
+
+    /// Opens the pack held by `storage` (a local folder, or an object store
+    /// through `adapt-remote`).
+    pub fn open_in(storage: Arc<dyn PackStorage>) -> Result<Self, PackError> {
+        let manifest = Manifest::load_from(&*storage)?;
+        let dir = storage.locate("");
         let mut shards = Vec::new();
         let mut ends = Vec::new();
         let mut total = 0;
         for info in &manifest.shards {
-            let path = dir.join(&info.file);
-            let (file, header, frames, len) = open_shard(&path)?;
+            let path = storage.locate(&info.file);
+            let file = storage.open_shard(info)?;
+            let (header, frames, len) = open_shard(&path, &*file)?;
             let mismatch = |what: String| PackError::Manifest {
-                path: dir.join(crate::manifest::MANIFEST),
+                path: storage.locate(crate::manifest::MANIFEST),
                 message: format!("{} {what}", info.file),
             };
             if len != info.bytes {
@@ -63,15 +73,22 @@ impl PackDataset {
             }
             if format!("{:016x}", header.pack_id) != manifest.pack_id
                 || header.store != manifest.store
+                || header.codec != manifest.codec
             {
                 return Err(mismatch("belongs to another pack".into()));
             }
             total += info.samples;
             ends.push(total);
-            shards.push(Shard { path, file, frames });
+            shards.push(Shard {
+                path,
+                file,
+                codec: header.codec,
+                frames,
+            });
         }
         Ok(Self {
-            dir: dir.to_owned(),
+            dir,
+            storage,
             manifest,
             shards,
             ends,
@@ -100,9 +117,15 @@ impl PackDataset {
         &self.manifest
     }
 
-    /// The pack folder.
+    /// The pack folder (or its URL).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Tells the storage the order in which shards will be streamed (a
+    /// remote store fetches them ahead of the reader).
+    pub fn stream_order(&self, shards: &[usize]) {
+        self.storage.stream_order(shards);
     }
 
     /// Pack index ranges of each shard, in order.
@@ -141,7 +164,13 @@ impl PackDataset {
         }
         // Decompress outside the lock: other workers keep reading.
         let shard = &self.shards[s];
-        let frame = Arc::new(read_frame(&shard.path, &shard.file, f, &shard.frames[f])?);
+        let frame = Arc::new(read_frame(
+            &shard.path,
+            &*shard.file,
+            shard.codec,
+            f,
+            &shard.frames[f],
+        )?);
         let capacity = self.cache_frames.load(Ordering::Relaxed);
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(
             key,

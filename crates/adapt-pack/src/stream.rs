@@ -49,9 +49,19 @@ impl ShardStream {
         self
     }
 
+    /// This rank's shards (indices in the manifest's list) in the order
+    /// `epoch` streams them.
+    pub fn shard_order(&self, epoch: u64) -> Vec<usize> {
+        adapt_dataset::permutation(self.shards.len(), self.seed, epoch)
+            .into_iter()
+            .skip(self.rank)
+            .step_by(self.world_size)
+            .collect()
+    }
+
     /// Pack indices of this rank in `epoch`, in streaming order.
     pub fn order(&self, epoch: u64) -> Vec<usize> {
-        let shard_order = adapt_dataset::permutation(self.shards.len(), self.seed, epoch);
+        let mine = self.shard_order(epoch);
         let mut draw = Draw::new(
             self.seed ^ 0x5348_5244,
             epoch.wrapping_mul(1 << 20) ^ self.rank as u64,
@@ -61,7 +71,7 @@ impl ShardStream {
         let total = self.shards.last().map_or(0, |r| r.end);
         let mut buffer = Vec::with_capacity(self.buffer.min(total));
         let mut out = Vec::new();
-        for &s in shard_order.iter().skip(self.rank).step_by(self.world_size) {
+        for &s in &mine {
             for i in self.shards[s].clone() {
                 buffer.push(i);
                 if buffer.len() == self.buffer {

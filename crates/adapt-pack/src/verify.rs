@@ -1,10 +1,8 @@
 //! Checking a pack: every checksum and count, every problem named.
 
 use crate::format::{self, FOOTER_LEN, Footer, FrameEntry, HEADER_LEN, Header, xxh3};
-use crate::{Manifest, PackError};
-use std::fs::File;
-use std::io::Read;
-use std::os::unix::fs::FileExt;
+use crate::storage::{LocalStorage, PackStorage, ShardFile, regular};
+use crate::{Codec, Manifest, PackError};
 use std::path::{Path, PathBuf};
 
 /// What a shard holds, once checked.
@@ -16,10 +14,12 @@ pub(crate) struct ShardSummary {
 }
 
 /// Reads a shard's header, footer and index (checking the index checksum
-/// and that the frames tile the records).
-pub(crate) fn open_shard(path: &Path) -> Result<(File, Header, Vec<FrameEntry>, u64), PackError> {
-    let file = regular(path)?;
-    let len = file.metadata().map_err(PackError::io(path))?.len();
+/// and that the frames tile the records). `path` names it in errors.
+pub(crate) fn open_shard(
+    path: &Path,
+    file: &dyn ShardFile,
+) -> Result<(Header, Vec<FrameEntry>, u64), PackError> {
+    let len = file.len();
     let bad = |message: String| PackError::BadShard {
         path: path.to_owned(),
         message,
@@ -35,6 +35,7 @@ pub(crate) fn open_shard(path: &Path) -> Result<(File, Header, Vec<FrameEntry>, 
     file.read_exact_at(&mut foot, len - FOOTER_LEN as u64)
         .map_err(PackError::io(path))?;
     let footer = Footer::parse(path, &foot, len)?;
+    // Bounded by the file's length (the footer was checked against it).
     let mut idx = vec![0u8; footer.index_len as usize];
     file.read_exact_at(&mut idx, footer.index_offset)
         .map_err(PackError::io(path))?;
@@ -59,7 +60,7 @@ pub(crate) fn open_shard(path: &Path) -> Result<(File, Header, Vec<FrameEntry>, 
             header.records
         )));
     }
-    Ok((file, header, frames, len))
+    Ok((header, frames, len))
 }
 
 thread_local! {
@@ -84,7 +85,8 @@ fn decompress(bytes: &[u8], capacity: usize) -> std::io::Result<Vec<u8>> {
 /// Reads, checks and decodes frame `k`.
 pub(crate) fn read_frame(
     path: &Path,
-    file: &File,
+    file: &dyn ShardFile,
+    codec: Codec,
     k: usize,
     f: &FrameEntry,
 ) -> Result<Vec<format::Record>, PackError> {
@@ -108,8 +110,27 @@ pub(crate) fn read_frame(
     if xxh3(&buf) != f.hash {
         return Err(bad("checksum mismatch".into()));
     }
-    let raw = decompress(&buf, f.raw as usize).map_err(|e| bad(format!("zstd: {e}")))?;
-    let records = format::decode_records(&raw).map_err(|e| bad(format!("records: {e}")))?;
+    let records = match codec {
+        Codec::Zstd => {
+            let raw = decompress(&buf, f.raw as usize).map_err(|e| bad(format!("zstd: {e}")))?;
+            format::decode_records(&raw)
+        }
+        Codec::Lz4 => {
+            let raw = lz4_flex::block::decompress(&buf, f.raw as usize)
+                .map_err(|e| bad(format!("lz4: {e}")))?;
+            format::decode_records(&raw)
+        }
+        Codec::None => {
+            if f.compressed != f.raw {
+                return Err(bad(format!(
+                    "stored uncompressed, but the index says {} bytes hold {}",
+                    f.compressed, f.raw
+                )));
+            }
+            format::decode_records(&buf)
+        }
+    }
+    .map_err(|e| bad(format!("records: {e}")))?;
     if records.len() != f.count as usize {
         return Err(bad(format!(
             "{} records, the index says {}",
@@ -120,40 +141,31 @@ pub(crate) fn read_frame(
     Ok(records)
 }
 
-/// Opens `path` only if it is a regular file: a FIFO in a shard's place
-/// would block the reader forever.
-fn regular(path: &Path) -> Result<File, PackError> {
-    let meta = std::fs::metadata(path).map_err(PackError::io(path))?;
-    if !meta.is_file() {
-        return Err(PackError::BadShard {
-            path: path.to_owned(),
-            message: "not a regular file".into(),
-        });
-    }
-    File::open(path).map_err(PackError::io(path))
-}
-
-fn file_hash(path: &Path) -> Result<u64, PackError> {
-    let mut f = regular(path)?;
+/// xxh3-64 of the whole shard, read in large pieces.
+fn file_hash(path: &Path, file: &dyn ShardFile, len: u64) -> Result<u64, PackError> {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf).map_err(PackError::io(path))?;
-        if n == 0 {
-            return Ok(h.digest());
-        }
+    let mut buf = vec![0u8; (len.min(8 << 20)) as usize];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], at)
+            .map_err(PackError::io(path))?;
         h.update(&buf[..n]);
+        at += n as u64;
     }
+    Ok(h.digest())
 }
 
 /// Checks one shard completely; `expect` is (records, pack id). Returns
 /// every problem found.
 pub(crate) fn check_shard(
     path: &Path,
+    file: &dyn ShardFile,
     expect: Option<(usize, u64)>,
 ) -> Result<ShardSummary, Vec<String>> {
     let name = path.display();
-    let (file, header, frames, bytes) = open_shard(path).map_err(|e| vec![e.to_string()])?;
+    file.read_whole_soon();
+    let (header, frames, bytes) = open_shard(path, file).map_err(|e| vec![e.to_string()])?;
     let mut problems = Vec::new();
     if let Some((records, id)) = expect {
         if header.records as usize != records {
@@ -167,11 +179,11 @@ pub(crate) fn check_shard(
         }
     }
     for (k, f) in frames.iter().enumerate() {
-        if let Err(e) = read_frame(path, &file, k, f) {
+        if let Err(e) = read_frame(path, file, header.codec, k, f) {
             problems.push(e.to_string());
         }
     }
-    let hash = file_hash(path).map_err(|e| vec![e.to_string()])?;
+    let hash = file_hash(path, file, bytes).map_err(|e| vec![e.to_string()])?;
     if problems.is_empty() {
         Ok(ShardSummary {
             header,
@@ -182,6 +194,15 @@ pub(crate) fn check_shard(
     } else {
         Err(problems)
     }
+}
+
+/// Checks a local shard file.
+pub(crate) fn check_local_shard(
+    path: &Path,
+    expect: Option<(usize, u64)>,
+) -> Result<ShardSummary, Vec<String>> {
+    let file = regular(path).map_err(|e| vec![e.to_string()])?;
+    check_shard(path, &file, expect)
 }
 
 /// The result of a clean [`verify`].
@@ -202,9 +223,16 @@ pub struct VerifyReport {
 /// count. All problems are reported together, each naming its shard and
 /// frame ([`PackError::Damaged`]).
 pub fn verify(dir: &Path) -> Result<VerifyReport, PackError> {
-    let m = Manifest::load(dir)?;
+    verify_storage(&LocalStorage::new(dir))
+}
+
+/// [`verify`] for a pack in any storage (a remote store reads each shard
+/// whole, once).
+pub fn verify_storage(storage: &dyn PackStorage) -> Result<VerifyReport, PackError> {
+    let m = Manifest::load_from(storage)?;
+    let manifest_path = storage.locate(crate::manifest::MANIFEST);
     let id = u64::from_str_radix(&m.pack_id, 16).map_err(|e| PackError::Manifest {
-        path: dir.join(crate::manifest::MANIFEST),
+        path: manifest_path.clone(),
         message: format!("pack id: {e}"),
     })?;
     let mut problems = Vec::new();
@@ -215,13 +243,25 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, PackError> {
         bytes: 0,
     };
     for s in &m.shards {
-        let path: PathBuf = dir.join(&s.file);
-        match check_shard(&path, Some((s.samples, id))) {
+        let path: PathBuf = storage.locate(&s.file);
+        let checked = storage
+            .open_shard(s)
+            .map_err(|e| vec![e.to_string()])
+            .and_then(|file| check_shard(&path, &*file, Some((s.samples, id))));
+        match checked {
             Ok(sum) => {
                 if format!("{:016x}", sum.hash) != s.xxh3 || sum.bytes != s.bytes {
                     problems.push(format!(
                         "{}: file checksum or size differs from the manifest",
                         path.display()
+                    ));
+                }
+                if sum.header.codec != m.codec {
+                    problems.push(format!(
+                        "{}: compressed with {:?}, the manifest says {:?}",
+                        path.display(),
+                        sum.header.codec,
+                        m.codec
                     ));
                 }
                 report.shards += 1;
@@ -236,7 +276,7 @@ pub fn verify(dir: &Path) -> Result<VerifyReport, PackError> {
         Ok(report)
     } else {
         Err(PackError::Damaged {
-            dir: dir.to_owned(),
+            dir: storage.locate(""),
             problems,
         })
     }

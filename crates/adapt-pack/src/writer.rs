@@ -1,10 +1,12 @@
 //! Writing a pack: shuffle, shard, frame, compress, checksum, rename, and
 //! the manifest last. Resumable and refusing to clobber another pack.
 
-use crate::format::{self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, xxh3};
+use crate::format::{
+    self, Body, FOOTER_LEN, FrameEntry, Header, Record, is_writer_name, shard_name, xxh3,
+};
 use crate::manifest::{FORMAT, MANIFEST, VERSION};
-use crate::verify::check_shard;
-use crate::{Manifest, PackError, ShardInfo, Store};
+use crate::verify::check_local_shard;
+use crate::{Codec, Manifest, PackError, ShardInfo, Store};
 use adapt_dataset::{Dataset, Layout};
 use rayon::prelude::*;
 use std::io::Write;
@@ -19,12 +21,26 @@ pub struct PackOptions {
     pub seed: u64,
     /// Raw pixels or encoded bytes.
     pub store: Store,
-    /// zstd level: 1–22, or negative for zstd's fast modes.
+    /// How frames are compressed.
+    pub codec: Codec,
+    /// zstd level (with [`Codec::Zstd`]): 1–22, or negative for zstd's fast
+    /// modes.
     pub zstd_level: i32,
     /// Target uncompressed bytes per frame: the unit of random access.
     pub frame_bytes: usize,
-    /// Replace a different pack found in the output folder.
+    /// Replace a different pack found in the output folder (only once the
+    /// new one is complete).
     pub overwrite: bool,
+}
+
+impl PackOptions {
+    /// The codec chosen by measurement for `store` when none is asked for
+    /// (`docs/pack-format.md`): decoded pixels are stored uncompressed —
+    /// zstd spent most of a raw pack's read time on noisy pixels for a
+    /// ~1.2× size gain —, encoded images (already compressed) likewise.
+    pub fn default_codec(_store: Store) -> Codec {
+        Codec::None
+    }
 }
 
 impl Default for PackOptions {
@@ -33,6 +49,7 @@ impl Default for PackOptions {
             shard_size: 10_000,
             seed: 0,
             store: Store::Raw,
+            codec: Codec::None,
             zstd_level: 3,
             frame_bytes: 64 << 10,
             overwrite: false,
@@ -100,21 +117,94 @@ fn check_options(ds: &dyn Dataset, o: &PackOptions) -> Result<(), PackError> {
     Ok(())
 }
 
-fn pack_id(ds: &dyn Dataset, source: &SourceInfo, o: &PackOptions) -> u64 {
+/// The pack's identity: the source's content and every option that shapes
+/// the shards — not the source's path (a moved source is the same data, a
+/// regenerated one in the same place is not).
+fn pack_id(ds: &dyn Dataset, source: &SourceInfo, digest: u64, o: &PackOptions) -> u64 {
     let text = format!(
-        "{}|{}|{}|{}|{}|{}|{}|{:?}|{}|{}",
+        "{}|{digest:016x}|{}|{}|{}|{:?}|{:?}|{}|{}",
         source.dataset,
-        source.path,
         ds.len(),
-        ds.source(0),
-        ds.source(ds.len() - 1),
         o.seed,
         o.shard_size,
         o.store,
-        o.zstd_level,
+        o.codec,
+        if o.codec == Codec::Zstd { o.zstd_level } else { 0 },
         o.frame_bytes
     );
     xxh3(text.as_bytes())
+}
+
+/// xxh3-64 over every sample's content in source order: the encoded file's
+/// bytes and fixed steps where the format has them (decoding is a function
+/// of those), the decoded pixels otherwise, and each label. Reads the
+/// whole source once (in parallel); a pack records it as
+/// [`Manifest::source_digest`], and `write_pack` uses it to tell a pack of
+/// this source from a stale one.
+pub fn source_digest(ds: &dyn Dataset) -> Result<u64, PackError> {
+    let per_sample = (0..ds.len())
+        .into_par_iter()
+        .map(|i| sample_digest(ds, i))
+        .collect::<Result<Vec<u64>, PackError>>()?;
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(ds.len() as u64).to_le_bytes());
+    for d in per_sample {
+        h.update(&d.to_le_bytes());
+    }
+    Ok(h.digest())
+}
+
+/// Checks that the pack described by `m` (at `dir`, for messages) was made
+/// from `ds` as it is now: the same content digest (a source regenerated
+/// or edited since packing is [`PackError::Stale`]).
+pub fn check_source(m: &Manifest, dir: &Path, ds: &dyn Dataset) -> Result<(), PackError> {
+    let stale = |message: String| PackError::Stale {
+        dir: dir.to_owned(),
+        message,
+    };
+    let Some(recorded) = &m.source_digest else {
+        return Err(stale(
+            "a version 1 pack records no source digest: rewrite it to tie it to its source"
+                .into(),
+        ));
+    };
+    if ds.len() != m.samples {
+        return Err(stale(format!(
+            "the source holds {} samples, the pack {}",
+            ds.len(),
+            m.samples
+        )));
+    }
+    let now = format!("{:016x}", source_digest(ds)?);
+    if &now != recorded {
+        return Err(stale(format!(
+            "the source's content has changed since it was packed (digest {now}, the pack \
+             was made from {recorded}): rerun shard with --overwrite"
+        )));
+    }
+    Ok(())
+}
+
+fn sample_digest(ds: &dyn Dataset, i: usize) -> Result<u64, PackError> {
+    let src = |source| PackError::Source { index: i, source };
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    match ds.encoded(i) {
+        Some(e) => {
+            let e = e.map_err(src)?;
+            h.update(b"encoded");
+            h.update(&e.label.to_le_bytes());
+            h.update(format!("{:?}", e.steps).as_bytes());
+            h.update(&e.bytes);
+        }
+        None => {
+            let s = ds.get(i).map_err(src)?;
+            h.update(b"pixels");
+            h.update(&s.label.to_le_bytes());
+            h.update(format!("{:?}{:?}", s.shape, s.layout).as_bytes());
+            h.update(&s.pixels);
+        }
+    }
+    Ok(h.digest())
 }
 
 fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Record, PackError> {
@@ -189,15 +279,25 @@ fn build_frame(
         .map(|&i| record(ds, i, o.store))
         .collect::<Result<Vec<_>, _>>()?;
     let raw = format::encode_records(&records);
-    Ok((compress(&raw, o.zstd_level)?, raw.len(), records.len()))
+    let len = raw.len();
+    let bytes = match o.codec {
+        Codec::Zstd => compress(&raw, o.zstd_level)?,
+        Codec::Lz4 => lz4_flex::block::compress(&raw),
+        Codec::None => raw,
+    };
+    Ok((bytes, len, records.len()))
 }
 
-fn list_shard_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
+/// Files in `dir` with the names this writer gives shards (any pack id),
+/// complete or temporary.
+fn writer_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).map_err(PackError::io(dir))? {
         let p = e.map_err(PackError::io(dir))?.path();
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("shard-") && (name.ends_with(".adpk") || name.ends_with(".partial")) {
+        if p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_writer_name)
+        {
             out.push(p);
         }
     }
@@ -205,26 +305,53 @@ fn list_shard_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
     Ok(out)
 }
 
-fn read_header(path: &Path) -> Option<Header> {
+/// Whether the file at `path` was written by this writer: a shard header,
+/// or (a temporary file cut short before its header) nothing at all.
+fn written_by_us(path: &Path) -> bool {
     use std::io::Read;
-    let mut b = [0u8; format::HEADER_LEN];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut b))
-        .ok()?;
-    Header::parse(path, &b).ok()
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let mut b = [0u8; 8];
+    match std::fs::File::open(path).and_then(|mut f| f.read(&mut b)) {
+        Ok(0) => true,
+        Ok(n) => n == 8 && &b == format::MAGIC,
+        Err(_) => false,
+    }
 }
 
 fn remove(path: &Path) -> Result<(), PackError> {
     std::fs::remove_file(path).map_err(PackError::io(path))
 }
 
-/// Packs `ds` into `out`. Shuffles the whole dataset from the seed, writes
+/// What `write_pack` found in the output folder before writing.
+enum Existing {
+    /// Nothing (or no manifest).
+    None,
+    /// This very pack, complete and verified.
+    Complete(Manifest),
+    /// A pack to replace once the new one is complete (the files its
+    /// manifest lists).
+    Replace(Vec<String>),
+}
+
+/// Packs `ds` into `out`. Digests the source (a pack is tied to its
+/// content, not its path), shuffles the whole dataset from the seed, writes
 /// shards in parallel (rayon, a bounded window of frames at a time: memory
 /// stays a few frames per thread whatever the dataset's size), each to a
 /// temporary name that is flushed, synced and renamed; the manifest goes
-/// last. A rerun with the same arguments keeps the shards already complete
-/// (after verifying them) and writes the rest. A different pack in `out` is
-/// refused unless `overwrite`. `progress` is called with samples done.
+/// last. A rerun with the same source content and options keeps the shards
+/// already complete (after verifying them) and writes the rest.
+///
+/// Another pack in `out` (other options, or a source whose content has
+/// changed) is refused unless `overwrite`; with it, the old pack stays
+/// whole and readable until the new manifest replaces its manifest, and
+/// only then are the old pack's shards deleted. A failure (a bad source
+/// image) leaves the old pack as it was. Only files this writer names and
+/// writes are ever deleted. `progress` is called with samples done.
 pub fn write_pack(
     ds: &dyn Dataset,
     source: &SourceInfo,
@@ -233,25 +360,37 @@ pub fn write_pack(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Manifest, PackError> {
     check_options(ds, o)?;
-    let id = pack_id(ds, source, o);
+    let digest = source_digest(ds)?;
+    let id = pack_id(ds, source, digest, o);
     std::fs::create_dir_all(out).map_err(PackError::io(out))?;
     let manifest_path = out.join(MANIFEST);
-    if manifest_path.exists() {
+    let existing = if manifest_path.exists() {
         match Manifest::load(out) {
             Ok(m) if m.pack_id == format!("{id:016x}") => {
                 if crate::verify(out).is_ok() {
-                    progress(m.samples as u64);
-                    return Ok(m);
+                    Existing::Complete(m)
+                } else {
+                    // Damaged: its shards are rewritten below under the same
+                    // names; the manifest is replaced last.
+                    Existing::None
                 }
-                // Damaged: finish it again below, shard by shard.
-                remove(&manifest_path)?;
             }
             other => {
                 if !o.overwrite {
                     let what = match other {
+                        Ok(m) if m.source_dataset == source.dataset
+                            && m.source_digest.is_some()
+                            && m.source_digest != Some(format!("{digest:016x}")) =>
+                        {
+                            format!(
+                                "holds a pack of {} made from other content (the source has \
+                                 changed since it was packed)",
+                                m.source_dataset
+                            )
+                        }
                         Ok(m) => format!(
-                            "holds another pack ({} from {}, seed {})",
-                            m.source_dataset, m.source_path, m.seed
+                            "holds another pack ({} from {}, seed {}, store {:?}, codec {})",
+                            m.source_dataset, m.source_path, m.seed, m.store, m.codec
                         ),
                         Err(e) => format!("holds an unreadable manifest ({e})"),
                     };
@@ -260,25 +399,18 @@ pub fn write_pack(
                         message: what,
                     });
                 }
-                remove(&manifest_path)?;
+                Existing::Replace(match other {
+                    Ok(m) => m.shards.into_iter().map(|s| s.file).collect(),
+                    Err(_) => Vec::new(),
+                })
             }
         }
-    }
-    for f in list_shard_files(out)? {
-        if f.extension().is_some_and(|e| e == "partial") {
-            remove(&f)?; // a write that never finished
-            continue;
-        }
-        let same = read_header(&f).is_some_and(|h| h.pack_id == id);
-        if !same {
-            if !o.overwrite {
-                return Err(PackError::Exists {
-                    dir: out.to_owned(),
-                    message: format!("{} belongs to another pack", f.display()),
-                });
-            }
-            remove(&f)?;
-        }
+    } else {
+        Existing::None
+    };
+    if let Existing::Complete(m) = existing {
+        progress(m.samples as u64);
+        return Ok(m);
     }
 
     let order = adapt_dataset::permutation(ds.len(), o.seed, 0);
@@ -291,19 +423,21 @@ pub fn write_pack(
     let window = 8 * rayon::current_num_threads().max(1);
     let mut shards = Vec::new();
     for (k, origins) in order.chunks(o.shard_size).enumerate() {
-        let path = out.join(shard_name(k));
+        let name = shard_name(id, k);
+        let path = out.join(&name);
         if path.exists() {
-            if let Ok(s) = check_shard(&path, Some((origins.len(), id))) {
+            if let Ok(s) = check_local_shard(&path, Some((origins.len(), id))) {
                 progress(origins.len() as u64);
                 shards.push(ShardInfo {
-                    file: shard_name(k),
+                    file: name,
                     samples: origins.len(),
                     bytes: s.bytes,
                     xxh3: format!("{:016x}", s.hash),
                 });
                 continue;
             }
-            remove(&path)?;
+            // Named as this pack's shard but damaged: rewritten (the rename
+            // below replaces it).
         }
         shards.push(write_shard(
             ds, k, origins, o, id, per_frame, window, &path, progress,
@@ -313,12 +447,14 @@ pub fn write_pack(
         format: FORMAT.into(),
         version: VERSION,
         pack_id: format!("{id:016x}"),
+        source_digest: Some(format!("{digest:016x}")),
         source_dataset: source.dataset.clone(),
         source_path: source.path.clone(),
         samples: ds.len(),
         shard_size: o.shard_size,
         store: o.store,
         seed: o.seed,
+        codec: o.codec,
         zstd_level: o.zstd_level,
         frame_bytes: o.frame_bytes,
         classes: ds.num_classes(),
@@ -330,9 +466,32 @@ pub fn write_pack(
         path: manifest_path.clone(),
         message: e.to_string(),
     })?;
-    let tmp = out.join("manifest.json.partial");
+    let tmp = out.join(format!("manifest-{id:016x}.json.partial"));
     std::fs::write(&tmp, text).map_err(PackError::io(&tmp))?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(PackError::io(&tmp))?;
     std::fs::rename(&tmp, &manifest_path).map_err(PackError::io(&manifest_path))?;
+    // The new pack is complete: now, and only now, the old one goes — the
+    // files its manifest listed and shards this writer left from other
+    // runs, never a file it did not write.
+    let keep: std::collections::HashSet<&str> = m.shards.iter().map(|s| s.file.as_str()).collect();
+    let old = match existing {
+        Existing::Replace(files) => files,
+        _ => Vec::new(),
+    };
+    for name in old {
+        let p = out.join(&name);
+        if !keep.contains(name.as_str()) && crate::manifest::safe_file_name(&name) && written_by_us(&p) {
+            remove(&p)?;
+        }
+    }
+    for p in writer_files(out)? {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !keep.contains(name) && written_by_us(&p) {
+            remove(&p)?;
+        }
+    }
     Ok(m)
 }
 
@@ -348,8 +507,19 @@ fn write_shard(
     path: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ShardInfo, PackError> {
-    let tmp = path.with_extension("partial");
+    let tmp = path.with_extension("adpk.partial");
     let result = (|| {
+        // A file already at the temporary name is ours (left by an
+        // interrupted run) only if it looks like it; anything else is a
+        // user's, and is not clobbered.
+        if tmp.exists() && !written_by_us(&tmp) {
+            return Err(PackError::Exists {
+                dir: tmp.clone(),
+                message: "a file not written by the pack writer has the name of a shard's \
+                          temporary file"
+                    .into(),
+            });
+        }
         let file = std::fs::File::create(&tmp).map_err(PackError::io(&tmp))?;
         let mut w = Hashing {
             inner: std::io::BufWriter::with_capacity(1 << 20, file),
@@ -359,6 +529,7 @@ fn write_shard(
         let io = PackError::io(&tmp);
         let header = Header {
             store: o.store,
+            codec: o.codec,
             shard: k as u32,
             records: origins.len() as u32,
             pack_id: id,
@@ -439,13 +610,13 @@ fn write_shard(
         file.sync_all().map_err(PackError::io(&tmp))?;
         std::fs::rename(&tmp, path).map_err(PackError::io(path))?;
         Ok(ShardInfo {
-            file: shard_name(k),
+            file: shard_name(id, k),
             samples: origins.len(),
             bytes,
             xxh3: format!("{hash:016x}"),
         })
     })();
-    if result.is_err() {
+    if result.is_err() && written_by_us(&tmp) {
         // Leave nothing that could be taken for a shard.
         let _ = std::fs::remove_file(&tmp);
     }

@@ -151,9 +151,10 @@ impl OpenedDataset {
                 let in_flight = num_workers * prefetch_factor.unwrap_or(2) + 1;
                 let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
                 pack.set_cache_frames(pack.frames_for(samples));
-                Ok(Some(Arc::new(StreamSampler(ShardStream::new(
-                    pack, seed, buffer,
-                )))))
+                Ok(Some(Arc::new(StreamSampler {
+                    stream: ShardStream::new(pack, seed, buffer),
+                    pack: Arc::clone(pack),
+                })))
             }
             (Some(_), None) => Err(PipelineError::Option(
                 "--stream reads packs only (--dataset pack)".into(),
@@ -246,13 +247,28 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     }
 }
 
-/// A pack's shard-streaming order as a loader sampler.
-#[derive(Debug)]
-pub struct StreamSampler(pub ShardStream);
+/// A pack's shard-streaming order as a loader sampler; each epoch's shard
+/// order goes to the pack's storage, which (remote) fetches shards ahead.
+pub struct StreamSampler {
+    /// The order.
+    pub stream: ShardStream,
+    /// The pack streamed.
+    pub pack: Arc<PackDataset>,
+}
+
+impl std::fmt::Debug for StreamSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamSampler")
+            .field("stream", &self.stream)
+            .field("pack", &self.pack.dir())
+            .finish()
+    }
+}
 
 impl adapt_loader::Sampler for StreamSampler {
     fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
-        self.0.order(epoch)
+        self.pack.stream_order(&self.stream.shard_order(epoch));
+        self.stream.order(epoch)
     }
 }
 

@@ -5,7 +5,8 @@
 use adapt_dataset::{Dataset, Error, Sample, Shape};
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, Split};
 use adapt_pack::{
-    PackDataset, PackError, PackOptions, ShardStream, SourceInfo, Store, verify, write_pack,
+    Codec, Manifest, PackDataset, PackError, PackOptions, ShardStream, SourceInfo, Store, verify,
+    write_pack,
 };
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +19,20 @@ fn source(name: &str) -> SourceInfo {
         path: "test".into(),
         class_names: None,
     }
+}
+
+/// The file of shard `k`, as the manifest names it.
+fn shard_file(dir: &Path, k: usize) -> String {
+    Manifest::load(dir).unwrap().shards[k].file.clone()
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
 }
 
 fn opts(shard_size: usize, store: Store) -> PackOptions {
@@ -159,17 +174,15 @@ fn a_flipped_byte_is_found_by_verify_and_by_the_reader() {
     let c = cifar(&t.path().join("c"), 40);
     let dir = t.path().join("p");
     write_pack(&c, &source("cifar10"), &dir, &opts(20, Store::Raw), &none).unwrap();
-    let shard = dir.join("shard-00001.adpk");
+    let (name0, name1) = (shard_file(&dir, 0), shard_file(&dir, 1));
+    let shard = dir.join(&name1);
     let mut bytes = std::fs::read(&shard).unwrap();
     bytes[100] ^= 0x40; // inside the first frame
     std::fs::write(&shard, bytes).unwrap();
     let err = verify(&dir).unwrap_err();
     let text = err.to_string();
-    assert!(
-        text.contains("shard-00001.adpk") && text.contains("frame 0"),
-        "{text}"
-    );
-    assert!(!text.contains("shard-00000.adpk"), "{text}");
+    assert!(text.contains(&name1) && text.contains("frame 0"), "{text}");
+    assert!(!text.contains(&name0), "{text}");
     let pack = PackDataset::open(&dir).unwrap();
     let e = pack.get(20).unwrap_err();
     assert!(
@@ -188,7 +201,8 @@ fn damaged_files_are_clear_errors() {
     let c = cifar(&t.path().join("c"), 10);
     let dir = t.path().join("p");
     write_pack(&c, &source("cifar10"), &dir, &opts(10, Store::Raw), &none).unwrap();
-    let shard = dir.join("shard-00000.adpk");
+    let name = shard_file(&dir, 0);
+    let shard = dir.join(&name);
     let good = std::fs::read(&shard).unwrap();
     let cases: [(&str, Vec<u8>, &str); 3] = [
         (
@@ -211,7 +225,7 @@ fn damaged_files_are_clear_errors() {
         std::fs::write(&shard, &bytes).unwrap();
         let err = PackDataset::open(&dir).err().unwrap();
         assert!(
-            err.to_string().contains(expect) && err.to_string().contains("shard-00000.adpk"),
+            err.to_string().contains(expect) && err.to_string().contains(&name),
             "{what}: {err}"
         );
         assert!(verify(&dir).is_err(), "{what}");
@@ -230,6 +244,8 @@ fn damaged_files_are_clear_errors() {
 struct Flaky<'a> {
     inner: &'a dyn Dataset,
     fail_at: Option<usize>,
+    /// Reads that succeed whatever the index (the source digest's pass).
+    fail_after: usize,
     reads: AtomicUsize,
 }
 impl Dataset for Flaky<'_> {
@@ -237,8 +253,8 @@ impl Dataset for Flaky<'_> {
         self.inner.len()
     }
     fn read<'a>(&'a self, i: usize, buf: &mut Sample) -> Result<adapt_dataset::Read<'a>, Error> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        if Some(i) == self.fail_at {
+        let n = self.reads.fetch_add(1, Ordering::Relaxed);
+        if Some(i) == self.fail_at && n >= self.fail_after {
             return Err(Error::InvalidParameter("disk went away".into()));
         }
         self.inner.read(i, buf)
@@ -259,6 +275,7 @@ fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
     let flaky = Flaky {
         inner: &c,
         fail_at: Some(order[25]),
+        fail_after: 30,
         reads: AtomicUsize::new(0),
     };
     let err = write_pack(&flaky, &source("cifar10"), &dir, &o, &none).unwrap_err();
@@ -268,24 +285,32 @@ fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
         "no manifest: the pack does not look complete"
     );
     assert!(PackDataset::open(&dir).is_err());
-    let names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let names = names_in(&dir);
     assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
-    // A leftover temporary file from a killed run is cleaned up too.
-    std::fs::write(dir.join("shard-00002.partial"), b"half a shard").unwrap();
+    // A leftover temporary file from a killed run (cut before its header)
+    // is replaced; a user's file that merely looks like one is not touched.
+    let shard0 = names.iter().find(|n| n.ends_with("-00000.adpk")).unwrap();
+    let killed = shard0.replace("-00000.adpk", "-00002.adpk.partial");
+    std::fs::write(dir.join(&killed), b"").unwrap();
+    std::fs::write(dir.join("shard-00002.partial"), b"my notes").unwrap();
 
     let good = Flaky {
         inner: &c,
         fail_at: None,
+        fail_after: 0,
         reads: AtomicUsize::new(0),
     };
     write_pack(&good, &source("cifar10"), &dir, &o, &none).unwrap();
-    // Shards 0 and 1 were kept (verified): only shard 2 (+1 size probe) was read.
-    assert_eq!(good.reads.load(Ordering::Relaxed), 11);
+    // The source digest reads all 30; then shards 0 and 1 were kept
+    // (verified): only shard 2 (+1 size probe) was read again.
+    assert_eq!(good.reads.load(Ordering::Relaxed), 30 + 11);
     verify(&dir).unwrap();
     round_trip(&c, &dir, &o);
+    assert_eq!(
+        std::fs::read(dir.join("shard-00002.partial")).unwrap(),
+        b"my notes"
+    );
+    assert!(!dir.join(&killed).exists());
 }
 
 #[test]
@@ -358,4 +383,181 @@ fn streaming_covers_each_sample_once_per_epoch_across_ranks() {
         stream_spread > 100.0,
         "packing shuffled the source: batches still span it"
     );
+}
+
+#[test]
+fn every_codec_round_trips_and_is_recorded() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 25);
+    let mut sizes = Vec::new();
+    for codec in [Codec::Zstd, Codec::Lz4, Codec::None] {
+        let o = PackOptions {
+            codec,
+            ..opts(10, Store::Raw)
+        };
+        let dir = t.path().join(format!("p-{codec}"));
+        let pack = round_trip(&c, &dir, &o);
+        assert_eq!(pack.manifest().codec, codec);
+        sizes.push(pack.manifest().shards.iter().map(|s| s.bytes).sum::<u64>());
+    }
+    // zstd is the smallest (the synthetic pixels compress a little; LZ4's
+    // framing can exceed the raw size on noise).
+    assert!(sizes[0] <= sizes[1] && sizes[0] <= sizes[2], "{sizes:?}");
+    assert!("snappy".parse::<Codec>().is_err());
+}
+
+/// A copy of `c`'s files with every pixel of sample `i` changed: the same
+/// names, counts and sizes, other content.
+fn regenerate(c: &Path, to: &Path) -> Cifar10 {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(c).unwrap() {
+        let e = e.unwrap();
+        let mut bytes = std::fs::read(e.path()).unwrap();
+        if e.file_name().to_string_lossy().starts_with("data_batch") && bytes.len() > 3000 {
+            for b in &mut bytes[1..3073] {
+                *b = b.wrapping_add(1);
+            }
+        }
+        std::fs::write(to.join(e.file_name()), bytes).unwrap();
+    }
+    Cifar10::open(to, Split::Train).unwrap()
+}
+
+#[test]
+fn a_pack_is_tied_to_its_source_content_not_its_path() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("c");
+    let c = cifar(&src, 30);
+    let dir = t.path().join("p");
+    let o = opts(10, Store::Raw);
+    let m = write_pack(&c, &source("cifar10"), &dir, &o, &none).unwrap();
+    assert!(m.source_digest.is_some());
+    // The same content elsewhere is the same pack: kept as is.
+    let moved = t.path().join("moved");
+    std::fs::rename(&src, &moved).unwrap();
+    let c = Cifar10::open(&moved, Split::Train).unwrap();
+    let moved_src = SourceInfo {
+        path: "elsewhere".into(),
+        ..source("cifar10")
+    };
+    let again = write_pack(&c, &moved_src, &dir, &o, &none).unwrap();
+    assert_eq!(again.pack_id, m.pack_id);
+
+    // Regenerated in place (same names and counts, other pixels): refused
+    // with the reason, then replaced on request, old shards gone after.
+    let regen = regenerate(&moved, &t.path().join("regen"));
+    assert_ne!(
+        adapt_pack::source_digest(&regen).unwrap(),
+        adapt_pack::source_digest(&c).unwrap()
+    );
+    let err = write_pack(&regen, &source("cifar10"), &dir, &o, &none).unwrap_err();
+    assert!(
+        matches!(err, PackError::Exists { .. }) && err.to_string().contains("source has changed"),
+        "{err}"
+    );
+    verify(&dir).unwrap();
+    let err = adapt_pack::check_source(&Manifest::load(&dir).unwrap(), &dir, &regen).unwrap_err();
+    assert!(matches!(err, PackError::Stale { .. }), "{err}");
+    adapt_pack::check_source(&Manifest::load(&dir).unwrap(), &dir, &c).unwrap();
+
+    let old_files: Vec<String> = m.shards.iter().map(|s| s.file.clone()).collect();
+    let over = PackOptions {
+        overwrite: true,
+        ..o.clone()
+    };
+    let new = write_pack(&regen, &source("cifar10"), &dir, &over, &none).unwrap();
+    assert_ne!(new.pack_id, m.pack_id);
+    round_trip(&regen, &dir, &over);
+    let names = names_in(&dir);
+    assert!(old_files.iter().all(|f| !names.contains(f)), "{names:?}");
+    assert_eq!(names.len(), new.shards.len() + 1, "{names:?}");
+}
+
+#[test]
+fn overwrite_keeps_the_old_pack_until_the_new_one_is_complete() {
+    let t = tempfile::tempdir().unwrap();
+    let c = cifar(&t.path().join("c"), 30);
+    let dir = t.path().join("p");
+    let o = opts(10, Store::Raw);
+    let m = write_pack(&c, &source("cifar10"), &dir, &o, &none).unwrap();
+    // The user's own files in the pack folder, one named like a shard of
+    // the old layout, one like a temporary file.
+    std::fs::write(dir.join("README.txt"), b"mine").unwrap();
+    std::fs::write(dir.join("shard-00000.adpk"), b"mine too").unwrap();
+    std::fs::write(
+        dir.join("shard-0123456789abcdef-00001.adpk.partial"),
+        b"also mine",
+    )
+    .unwrap();
+    // The new source has a bad sample: the overwrite fails midway.
+    let other = PackOptions {
+        seed: 10,
+        overwrite: true,
+        ..o.clone()
+    };
+    let order = adapt_dataset::permutation(30, other.seed, 0);
+    let flaky = Flaky {
+        inner: &c,
+        fail_at: Some(order[25]),
+        fail_after: 0,
+        reads: AtomicUsize::new(0),
+    };
+    // The digest pass reads every sample first: the failure shows there.
+    let err = write_pack(&flaky, &source("cifar10"), &dir, &other, &none).unwrap_err();
+    assert!(matches!(err, PackError::Source { .. }), "{err}");
+    // The old pack is whole and the same.
+    verify(&dir).unwrap();
+    assert_eq!(Manifest::load(&dir).unwrap(), m);
+    round_trip(&c, &dir, &o);
+    // A clean overwrite replaces it, and leaves the user's files alone.
+    write_pack(&c, &source("cifar10"), &dir, &other, &none).unwrap();
+    assert_eq!(Manifest::load(&dir).unwrap().seed, 10);
+    assert_eq!(std::fs::read(dir.join("README.txt")).unwrap(), b"mine");
+    assert_eq!(std::fs::read(dir.join("shard-00000.adpk")).unwrap(), b"mine too");
+    assert_eq!(
+        std::fs::read(dir.join("shard-0123456789abcdef-00001.adpk.partial")).unwrap(),
+        b"also mine"
+    );
+    assert!(m.shards.iter().all(|s| !dir.join(&s.file).exists()));
+}
+
+#[test]
+fn a_failure_while_writing_shards_leaves_the_old_pack_readable() {
+    // A source that digests fine but fails when a shard is built (the
+    // digest reads encoded bytes, the raw store decodes them): the old
+    // pack must survive a failure in the shard-writing phase too.
+    let t = tempfile::tempdir().unwrap();
+    adapt_synth::celeba(
+        &t.path().join("ce"),
+        adapt_synth::CelebASpec {
+            count: 12,
+            identities: 2,
+            quality: 90,
+            seed: 2,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let ce = CelebA::open(&t.path().join("ce"), CelebAOptions::default()).unwrap();
+    let dir = t.path().join("p");
+    let o = opts(5, Store::Raw);
+    let m = write_pack(&ce, &source("celeba"), &dir, &o, &none).unwrap();
+    // One image replaced by bytes that are not a JPEG.
+    let img = std::fs::read_dir(t.path().join("ce/img_align_celeba"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    std::fs::write(&img, b"not a jpeg at all").unwrap();
+    let ce = CelebA::open(&t.path().join("ce"), CelebAOptions::default()).unwrap();
+    let over = PackOptions {
+        overwrite: true,
+        ..o
+    };
+    let err = write_pack(&ce, &source("celeba"), &dir, &over, &none).unwrap_err();
+    assert!(matches!(err, PackError::Source { .. }), "{err}");
+    assert_eq!(Manifest::load(&dir).unwrap(), m);
+    verify(&dir).unwrap();
+    let names = names_in(&dir);
+    assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
 }

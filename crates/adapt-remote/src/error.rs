@@ -1,0 +1,40 @@
+/// Errors of publishing a pack to object storage.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// Not an `s3://bucket/prefix` URL, or an option the store refused.
+    #[error("{url}: {message}")]
+    Config {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A request failed (after the configured retries).
+    #[error("{url}: {source}")]
+    Store {
+        /// The object.
+        url: String,
+        /// The store's error.
+        source: object_store::Error,
+    },
+    /// The destination holds another pack.
+    #[error("{url}: {message} (pass overwrite to replace it)")]
+    Exists {
+        /// The pack's URL.
+        url: String,
+        /// What is there.
+        message: String,
+    },
+    /// The local pack could not be read.
+    #[error(transparent)]
+    Pack(#[from] adapt_pack::PackError),
+    /// A local file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,125 @@
+use std::path::PathBuf;
+use std::sync::RwLock;
+use std::time::Duration;
+
+/// How to reach the store and how much to keep locally. Endpoint, region
+/// and credentials left `None` come from the `AWS_*` variables
+/// (`AWS_ENDPOINT`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP` …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Endpoint URL (`http://127.0.0.1:9000`) of an S3-compatible store.
+    pub endpoint: Option<String>,
+    /// Region.
+    pub region: Option<String>,
+    /// Access key and secret.
+    pub credentials: Option<(String, String)>,
+    /// Where fetched shards (and packs staged for upload) are kept
+    /// (`ADAPT_CACHE_DIR`, else `$XDG_CACHE_HOME/adapt`, else
+    /// `~/.cache/adapt`).
+    pub cache_dir: PathBuf,
+    /// At most this many bytes of shards in the cache of one opened pack
+    /// (`ADAPT_CACHE_BYTES`; 8 GiB). 0 keeps nothing: every read is a range
+    /// request.
+    pub cache_bytes: u64,
+    /// Shards fetched ahead of the one a stream reads (2).
+    pub prefetch_shards: usize,
+    /// Retries of a failed request, with exponential backoff (5).
+    pub retries: usize,
+    /// No retry starts later than this after the first attempt (30 s).
+    pub retry_timeout: Duration,
+    /// One request's limit (60 s; a whole shard's download included).
+    pub request_timeout: Duration,
+    /// Upload objects larger than this in parts (16 MiB).
+    pub multipart_threshold: u64,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            region: None,
+            credentials: None,
+            cache_dir: default_cache_dir(),
+            cache_bytes: 8 << 30,
+            prefetch_shards: 2,
+            retries: 5,
+            retry_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            multipart_threshold: 16 << 20,
+        }
+    }
+}
+
+impl RemoteOptions {
+    /// The defaults, with `ADAPT_CACHE_DIR` and `ADAPT_CACHE_BYTES` applied
+    /// (an unparsable size is ignored, with the default kept).
+    pub fn from_env() -> Self {
+        let mut o = Self::default();
+        if let Some(b) = std::env::var("ADAPT_CACHE_BYTES")
+            .ok()
+            .and_then(|v| parse_bytes(&v))
+        {
+            o.cache_bytes = b;
+        }
+        o
+    }
+}
+
+/// `123`, `64K`, `512M`, `8G` (binary units).
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (num, shift) = match t.char_indices().last()? {
+        (i, 'K' | 'k') => (&t[..i], 10),
+        (i, 'M' | 'm') => (&t[..i], 20),
+        (i, 'G' | 'g') => (&t[..i], 30),
+        (i, 'T' | 't') => (&t[..i], 40),
+        _ => (t, 0),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
+}
+
+fn default_cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("ADAPT_CACHE_DIR") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("adapt");
+    }
+    match std::env::var_os("HOME") {
+        Some(h) => PathBuf::from(h).join(".cache/adapt"),
+        None => std::env::temp_dir().join("adapt-cache"),
+    }
+}
+
+static DEFAULT: RwLock<Option<RemoteOptions>> = RwLock::new(None);
+
+/// Options used where a caller names only a URL (a dataset path
+/// `s3://…` in a pipeline): what [`set_default_options`] set, else
+/// [`RemoteOptions::from_env`].
+pub fn default_options() -> RemoteOptions {
+    DEFAULT
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(RemoteOptions::from_env)
+}
+
+/// Sets the process-wide options (command-line flags do).
+pub fn set_default_options(options: RemoteOptions) {
+    *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(options);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bytes;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_bytes("123"), Some(123));
+        assert_eq!(parse_bytes("64K"), Some(64 << 10));
+        assert_eq!(parse_bytes("8G"), Some(8 << 30));
+        assert_eq!(parse_bytes("x"), None);
+        assert_eq!(parse_bytes("99999999999T"), None);
+    }
+}
