@@ -13,9 +13,11 @@ pub(crate) struct DatasetArgs {
     /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
     #[arg(long)]
     dataset: String,
-    /// The folder holding the format's files.
+    /// The folder holding the format's files (a pack may be s3://bucket/prefix).
     #[arg(long)]
     path: PathBuf,
+    #[command(flatten)]
+    remote: crate::remote_args::RemoteArgs,
     /// CIFAR-10 split.
     #[arg(long, value_enum, default_value = "train")]
     split: SplitArg,
@@ -75,6 +77,7 @@ impl DatasetArgs {
     }
 
     pub(crate) fn open(&self) -> anyhow::Result<(Pipeline, Built)> {
+        self.remote.install()?;
         let pipeline = self.pipeline()?;
         let built = pipeline.build()?;
         Ok((pipeline, built))

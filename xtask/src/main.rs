@@ -9,6 +9,7 @@ mod gen_cmd;
 mod gpu_check;
 mod inspect;
 mod load;
+mod remote_args;
 mod shard;
 mod tune;
 

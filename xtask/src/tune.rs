@@ -21,6 +21,8 @@ pub(crate) struct Args {
     resize: Option<(u32, u32)>,
     #[command(flatten)]
     pipeline: crate::inspect::PipelineArgs,
+    #[command(flatten)]
+    remote: crate::remote_args::RemoteArgs,
     /// Batch sizes, comma-separated, each tuned separately.
     #[arg(long, value_delimiter = ',', default_value = "128")]
     batch_size: Vec<usize>,
@@ -112,6 +114,7 @@ fn parse_bytes(s: &str) -> anyhow::Result<u64> {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    args.remote.install()?;
     if let Some(file) = &args.replay {
         return replay(file, args.replay_seeds, args.replay_noise);
     }

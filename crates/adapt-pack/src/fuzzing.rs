@@ -2,8 +2,8 @@
 //! decoder behind valid checksums (a crafted shard whose checksums are
 //! right but whose lengths are absurd). Not for packs anyone reads.
 
-use crate::format::{self, FOOTER_LEN, Footer, FrameEntry, HEADER_LEN, Header, xxh3};
 use crate::Codec;
+use crate::format::{self, FOOTER_LEN, Footer, FrameEntry, HEADER_LEN, Header, xxh3};
 use std::path::Path;
 
 /// The decompressed payload (encoded records) of a one-frame shard.

@@ -139,9 +139,8 @@ impl Manifest {
     /// Reads and checks the manifest of a pack in `storage`.
     pub fn load_from(storage: &dyn PackStorage) -> Result<Self, PackError> {
         let path = storage.locate(MANIFEST);
-        let bytes = storage
-            .read_small(MANIFEST, MAX_MANIFEST)
-            .map_err(|e| PackError::Manifest {
+        let bytes = storage.read_small(MANIFEST, MAX_MANIFEST).map_err(|e| {
+            PackError::Manifest {
                 path: path.clone(),
                 message: if e.kind() == std::io::ErrorKind::NotFound {
                     "no manifest: not a pack, or an incomplete one (rerun the writer to finish it)"
@@ -149,7 +148,8 @@ impl Manifest {
                 } else {
                     e.to_string()
                 },
-            })?;
+            }
+        })?;
         Self::parse(&path, &bytes)
     }
 

@@ -13,6 +13,10 @@ use std::sync::Arc;
 pub trait ShardFile: Send + Sync {
     /// Its size in bytes.
     fn len(&self) -> u64;
+    /// Whether it holds nothing (never a valid shard).
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Fills `buf` from `offset`; an error names what failed (the storage
     /// wraps it with the shard's name).
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
@@ -74,9 +78,7 @@ impl PackStorage for LocalStorage {
         let mut out = Vec::new();
         f.take(limit + 1).read_to_end(&mut out)?;
         if out.len() as u64 > limit {
-            return Err(std::io::Error::other(format!(
-                "larger than {limit} bytes"
-            )));
+            return Err(std::io::Error::other(format!("larger than {limit} bytes")));
         }
         Ok(out)
     }

@@ -129,7 +129,11 @@ fn pack_id(ds: &dyn Dataset, source: &SourceInfo, digest: u64, o: &PackOptions) 
         o.shard_size,
         o.store,
         o.codec,
-        if o.codec == Codec::Zstd { o.zstd_level } else { 0 },
+        if o.codec == Codec::Zstd {
+            o.zstd_level
+        } else {
+            0
+        },
         o.frame_bytes
     );
     xxh3(text.as_bytes())
@@ -164,8 +168,7 @@ pub fn check_source(m: &Manifest, dir: &Path, ds: &dyn Dataset) -> Result<(), Pa
     };
     let Some(recorded) = &m.source_digest else {
         return Err(stale(
-            "a version 1 pack records no source digest: rewrite it to tie it to its source"
-                .into(),
+            "a version 1 pack records no source digest: rewrite it to tie it to its source".into(),
         ));
     };
     if ds.len() != m.samples {
@@ -332,7 +335,7 @@ enum Existing {
     /// Nothing (or no manifest).
     None,
     /// This very pack, complete and verified.
-    Complete(Manifest),
+    Complete(Box<Manifest>),
     /// A pack to replace once the new one is complete (the files its
     /// manifest lists).
     Replace(Vec<String>),
@@ -368,7 +371,7 @@ pub fn write_pack(
         match Manifest::load(out) {
             Ok(m) if m.pack_id == format!("{id:016x}") => {
                 if crate::verify(out).is_ok() {
-                    Existing::Complete(m)
+                    Existing::Complete(Box::new(m))
                 } else {
                     // Damaged: its shards are rewritten below under the same
                     // names; the manifest is replaced last.
@@ -378,9 +381,10 @@ pub fn write_pack(
             other => {
                 if !o.overwrite {
                     let what = match other {
-                        Ok(m) if m.source_dataset == source.dataset
-                            && m.source_digest.is_some()
-                            && m.source_digest != Some(format!("{digest:016x}")) =>
+                        Ok(m)
+                            if m.source_dataset == source.dataset
+                                && m.source_digest.is_some()
+                                && m.source_digest != Some(format!("{digest:016x}")) =>
                         {
                             format!(
                                 "holds a pack of {} made from other content (the source has \
@@ -410,7 +414,7 @@ pub fn write_pack(
     };
     if let Existing::Complete(m) = existing {
         progress(m.samples as u64);
-        return Ok(m);
+        return Ok(*m);
     }
 
     let order = adapt_dataset::permutation(ds.len(), o.seed, 0);
@@ -425,19 +429,19 @@ pub fn write_pack(
     for (k, origins) in order.chunks(o.shard_size).enumerate() {
         let name = shard_name(id, k);
         let path = out.join(&name);
-        if path.exists() {
-            if let Ok(s) = check_local_shard(&path, Some((origins.len(), id))) {
-                progress(origins.len() as u64);
-                shards.push(ShardInfo {
-                    file: name,
-                    samples: origins.len(),
-                    bytes: s.bytes,
-                    xxh3: format!("{:016x}", s.hash),
-                });
-                continue;
-            }
-            // Named as this pack's shard but damaged: rewritten (the rename
-            // below replaces it).
+        // A shard of this pack already complete is kept; one named so but
+        // damaged is rewritten (the rename replaces it).
+        if path.exists()
+            && let Ok(s) = check_local_shard(&path, Some((origins.len(), id)))
+        {
+            progress(origins.len() as u64);
+            shards.push(ShardInfo {
+                file: name,
+                samples: origins.len(),
+                bytes: s.bytes,
+                xxh3: format!("{:016x}", s.hash),
+            });
+            continue;
         }
         shards.push(write_shard(
             ds, k, origins, o, id, per_frame, window, &path, progress,
@@ -482,7 +486,10 @@ pub fn write_pack(
     };
     for name in old {
         let p = out.join(&name);
-        if !keep.contains(name.as_str()) && crate::manifest::safe_file_name(&name) && written_by_us(&p) {
+        if !keep.contains(name.as_str())
+            && crate::manifest::safe_file_name(&name)
+            && written_by_us(&p)
+        {
             remove(&p)?;
         }
     }

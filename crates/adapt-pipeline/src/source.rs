@@ -170,9 +170,18 @@ impl OpenedDataset {
 
 /// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
 /// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
-/// labels offset past CelebA's —, `imagefolder`, `pack`).
+/// labels offset past CelebA's —, `imagefolder`, `pack`). A pack may be
+/// `s3://bucket/prefix`, read with `adapt_remote::default_options()`.
 pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, PipelineError> {
-    if !path.exists() {
+    let remote = path.to_str().is_some_and(adapt_remote::is_remote);
+    if remote && !kind.eq_ignore_ascii_case("pack") {
+        return Err(PipelineError::Option(format!(
+            "{}: only packs are read from object storage (pack the source with `shard --out \
+             s3://…` and open it as --dataset pack)",
+            path.display()
+        )));
+    }
+    if !remote && !path.exists() {
         return Err(PipelineError::MissingPath(path.to_owned()));
     }
     let plain = |dataset: Arc<dyn Dataset>, k: DatasetKind| OpenedDataset {
@@ -205,7 +214,12 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
             Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
         }
         "pack" => {
-            let pack = Arc::new(PackDataset::open(path)?);
+            let pack = Arc::new(match path.to_str() {
+                Some(url) if remote => {
+                    adapt_remote::open_pack(url, &adapt_remote::default_options())?
+                }
+                _ => PackDataset::open(path)?,
+            });
             let m = pack.manifest();
             let normalize = match m.source_dataset.parse::<DatasetKind>() {
                 Ok(k) => normalize_of(k),

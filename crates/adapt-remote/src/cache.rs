@@ -366,9 +366,7 @@ impl PackStorage for RemoteStorage {
             .map_err(|e| std::io::Error::other(e.to_string()))?
             .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
         if got.len() as u64 > limit {
-            return Err(std::io::Error::other(format!(
-                "larger than {limit} bytes"
-            )));
+            return Err(std::io::Error::other(format!("larger than {limit} bytes")));
         }
         if file == "manifest.json"
             && let Ok(m) = adapt_pack::Manifest::parse(&self.locate(file), &got)

@@ -38,7 +38,9 @@ impl RemoteUrl {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
         {
-            return Err(bad("the bucket name must be lowercase letters, digits, '-' or '.'"));
+            return Err(bad(
+                "the bucket name must be lowercase letters, digits, '-' or '.'",
+            ));
         }
         let prefix = prefix.trim_matches('/');
         if prefix.split('/').any(|p| p == ".." || p == ".") || prefix.contains("//") {
@@ -189,10 +191,19 @@ mod tests {
         let u = RemoteUrl::parse("s3://data/packs/cifar/").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(u.bucket, "data");
         assert_eq!(u.prefix, "packs/cifar");
-        assert_eq!(u.join("manifest.json"), "s3://data/packs/cifar/manifest.json");
+        assert_eq!(
+            u.join("manifest.json"),
+            "s3://data/packs/cifar/manifest.json"
+        );
         let b = RemoteUrl::parse("s3://data").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(b.join("x"), "s3://data/x");
-        for bad in ["http://x/y", "s3://", "s3://UP/x", "s3://b/../x", "s3://b/a//c"] {
+        for bad in [
+            "http://x/y",
+            "s3://",
+            "s3://UP/x",
+            "s3://b/../x",
+            "s3://b/a//c",
+        ] {
             assert!(RemoteUrl::parse(bad).is_err(), "{bad}");
         }
     }

@@ -21,7 +21,7 @@ mod upload;
 pub use cache::RemoteStorage;
 pub use client::{Remote, RemoteUrl, is_remote};
 pub use error::RemoteError;
-pub use options::{RemoteOptions, default_options, set_default_options};
+pub use options::{RemoteOptions, default_options, parse_bytes, set_default_options};
 pub use upload::{UploadReport, publish, upload_pack};
 
 use adapt_pack::{PackDataset, PackError, VerifyReport};

@@ -69,7 +69,8 @@ impl S3Server {
     }
 
     fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let fs = s3s_fs::FileSystem::new(&self.root).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        let fs = s3s_fs::FileSystem::new(&self.root)
+            .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         let service = {
             let mut b = s3s::service::S3ServiceBuilder::new(fs);
             b.set_auth(s3s::auth::SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));

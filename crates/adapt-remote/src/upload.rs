@@ -59,7 +59,11 @@ pub fn upload_pack(
         source,
     })?;
     remote
-        .block_on(remote.store.put(&remote.key(MANIFEST), PutPayload::from(text)))
+        .block_on(
+            remote
+                .store
+                .put(&remote.key(MANIFEST), PutPayload::from(text)),
+        )
         .map_err(|e| remote.store_error(MANIFEST, e))?;
     report.removed = clean_up(&remote, &m, old.as_ref())?;
     Ok(report)

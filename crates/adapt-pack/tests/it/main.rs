@@ -513,7 +513,10 @@ fn overwrite_keeps_the_old_pack_until_the_new_one_is_complete() {
     write_pack(&c, &source("cifar10"), &dir, &other, &none).unwrap();
     assert_eq!(Manifest::load(&dir).unwrap().seed, 10);
     assert_eq!(std::fs::read(dir.join("README.txt")).unwrap(), b"mine");
-    assert_eq!(std::fs::read(dir.join("shard-00000.adpk")).unwrap(), b"mine too");
+    assert_eq!(
+        std::fs::read(dir.join("shard-00000.adpk")).unwrap(),
+        b"mine too"
+    );
     assert_eq!(
         std::fs::read(dir.join("shard-0123456789abcdef-00001.adpk.partial")).unwrap(),
         b"also mine"

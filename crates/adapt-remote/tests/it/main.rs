@@ -119,7 +119,13 @@ fn a_published_pack_reads_back_identically_and_verifies() {
     let (m, report) = publish(&c, &source(), url, &opts(40), &o, &none).unwrap();
     assert_eq!((report.uploaded, report.skipped), (3, 0));
     // The staging copy is gone once published.
-    assert!(!t.path().join("cache/staging").read_dir().unwrap().any(|_| true));
+    assert!(
+        !t.path()
+            .join("cache/staging")
+            .read_dir()
+            .unwrap()
+            .any(|_| true)
+    );
     let local_dir = t.path().join("local");
     write_pack(&c, &source(), &local_dir, &opts(40), &none).unwrap();
     let local = PackDataset::open(&local_dir).unwrap();
@@ -157,7 +163,10 @@ fn an_interrupted_upload_is_never_seen_half_done_and_resumes() {
     let report = upload_pack(&local, url, &o, false, &none).unwrap();
     assert_eq!((report.uploaded, report.skipped), (2, 2));
     assert_eq!(server.puts() - puts, 3, "two shards and the manifest");
-    same_as_local(&open_pack(url, &o).unwrap(), &PackDataset::open(&local).unwrap());
+    same_as_local(
+        &open_pack(url, &o).unwrap(),
+        &PackDataset::open(&local).unwrap(),
+    );
 }
 
 #[test]
@@ -248,7 +257,15 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
     let server = S3Server::start(&t.path().join("s3"), BUCKET).unwrap();
     let c = cifar(&t.path().join("c"), 200);
     let url = "s3://packs/faults";
-    publish(&c, &source(), url, &opts(40), &server.options(&t.path().join("c0")), &none).unwrap();
+    publish(
+        &c,
+        &source(),
+        url,
+        &opts(40),
+        &server.options(&t.path().join("c0")),
+        &none,
+    )
+    .unwrap();
     let o = RemoteOptions {
         // Range requests only: every batch goes to the server.
         cache_bytes: 0,
@@ -272,7 +289,11 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
         started.elapsed()
     );
     server.restart().unwrap();
-    assert_eq!(epoch_bytes(&mut l, 0).unwrap(), want, "works again after a restart");
+    assert_eq!(
+        epoch_bytes(&mut l, 0).unwrap(),
+        want,
+        "works again after a restart"
+    );
 }
 
 #[test]
@@ -281,7 +302,15 @@ fn a_slow_server_trips_the_loaders_timeout() {
     let server = S3Server::start(&t.path().join("s3"), BUCKET).unwrap();
     let c = cifar(&t.path().join("c"), 60);
     let url = "s3://packs/slow";
-    publish(&c, &source(), url, &opts(30), &server.options(&t.path().join("c0")), &none).unwrap();
+    publish(
+        &c,
+        &source(),
+        url,
+        &opts(30),
+        &server.options(&t.path().join("c0")),
+        &none,
+    )
+    .unwrap();
     let o = RemoteOptions {
         cache_bytes: 0,
         ..server.options(&t.path().join("cache"))
@@ -335,7 +364,10 @@ fn another_pack_is_replaced_only_when_asked_and_only_our_objects_go() {
         assert!(!objects.join(&s.file).exists(), "{}", s.file);
     }
     assert_eq!(std::fs::read(objects.join("notes.txt")).unwrap(), b"mine");
-    assert_eq!(std::fs::read(objects.join(lookalike)).unwrap(), b"also mine");
+    assert_eq!(
+        std::fs::read(objects.join(lookalike)).unwrap(),
+        b"also mine"
+    );
 }
 
 #[test]
@@ -346,16 +378,26 @@ fn remote_damage_is_found_and_named() {
     let url = "s3://packs/damaged";
     let o = server.options(&t.path().join("cache"));
     let (m, _) = publish(&c, &source(), url, &opts(20), &o, &none).unwrap();
-    let victim = server.root().join(BUCKET).join("damaged").join(&m.shards[1].file);
+    let victim = server
+        .root()
+        .join(BUCKET)
+        .join("damaged")
+        .join(&m.shards[1].file);
     let mut bytes = std::fs::read(&victim).unwrap();
     bytes[200] ^= 0x10;
     std::fs::write(&victim, bytes).unwrap();
-    let err = verify_pack(url, &RemoteOptions {
-        cache_dir: t.path().join("fresh"),
-        ..o.clone()
-    })
+    let err = verify_pack(
+        url,
+        &RemoteOptions {
+            cache_dir: t.path().join("fresh"),
+            ..o.clone()
+        },
+    )
     .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains(&format!("{url}/{}", m.shards[1].file)), "{text}");
+    assert!(
+        text.contains(&format!("{url}/{}", m.shards[1].file)),
+        "{text}"
+    );
     assert!(!text.contains(&m.shards[0].file), "{text}");
 }
