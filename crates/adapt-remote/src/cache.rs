@@ -8,10 +8,11 @@ use adapt_pack::{PackError, PackStorage, ShardFile, ShardInfo};
 use object_store::ObjectStoreExt;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// A pack in an object store, as `adapt-pack` reads it.
 pub struct RemoteStorage {
@@ -24,8 +25,19 @@ struct Inner {
     budget: u64,
     depth: usize,
     state: Mutex<State>,
-    fetches: Arc<tokio::sync::Semaphore>,
+    /// Woken when a chunk of a fetch lands or a fetch ends.
+    landed: Condvar,
+    /// Range requests of whole-shard fetches in flight, all shards together.
+    requests: Arc<tokio::sync::Semaphore>,
+    /// How long a reader waits for a chunk being fetched before asking for
+    /// its bytes itself.
+    wait: Duration,
+    /// Shards are fetched in pieces of this size, several at once, and read
+    /// while the rest arrive.
+    chunk: u64,
 }
+
+
 
 #[derive(Default)]
 struct State {
@@ -52,8 +64,26 @@ struct Entry {
 
 enum Slot {
     Absent,
-    Fetching,
+    Fetching(Arc<Partial>),
     Ready(Arc<File>),
+}
+
+/// A shard being fetched: its temporary file (full size from the start)
+/// and which chunks have landed. Frames are checksummed on every read, so
+/// reading a landed chunk before the whole file is checked is safe.
+struct Partial {
+    file: Arc<File>,
+    chunk: u64,
+    landed: Vec<AtomicBool>,
+    failed: AtomicBool,
+}
+
+impl Partial {
+    fn covers(&self, offset: u64, len: usize) -> bool {
+        let first = (offset / self.chunk) as usize;
+        let last = ((offset + len.max(1) as u64 - 1) / self.chunk) as usize;
+        (first..=last).all(|c| self.landed.get(c).is_some_and(|l| l.load(Ordering::Acquire)))
+    }
 }
 
 impl RemoteStorage {
@@ -114,7 +144,10 @@ impl RemoteStorage {
                 budget: options.cache_bytes,
                 depth: options.prefetch_shards,
                 state: Mutex::new(state),
-                fetches: Arc::new(tokio::sync::Semaphore::new(options.prefetch_shards.max(1))),
+                landed: Condvar::new(),
+                requests: Arc::new(tokio::sync::Semaphore::new(options.parallel_requests.max(1))),
+                wait: options.request_timeout,
+                chunk: options.chunk_bytes.max(1),
             }),
         })
     }
@@ -132,6 +165,35 @@ impl RemoteStorage {
     /// The cache folder.
     pub fn cache_dir(&self) -> &Path {
         &self.inner.dir
+    }
+}
+
+impl Drop for RemoteStorage {
+    /// Lets fetches whose bytes have all arrived finish (checksum and
+    /// rename, a fraction of a second), so a run that ends right after its
+    /// last read still leaves the shard in the cache for the next run.
+    fn drop(&mut self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let mut st = self.inner.lock();
+        loop {
+            let finishing = st.entries.values().any(|e| match &e.slot {
+                Slot::Fetching(p) => {
+                    !p.failed.load(Ordering::Acquire)
+                        && p.landed.iter().all(|l| l.load(Ordering::Acquire))
+                }
+                _ => false,
+            });
+            let now = std::time::Instant::now();
+            if !finishing || now >= deadline {
+                return;
+            }
+            st = self
+                .inner
+                .landed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 }
 
@@ -181,13 +243,11 @@ impl Inner {
     /// Starts fetching `name` whole in the background if the budget allows
     /// (evicting least recently used shards to make room).
     fn want(self: &Arc<Self>, name: &str) {
-        if self.reserve(name) {
+        if let Some(partial) = self.reserve(name) {
             let me = Arc::clone(self);
             let name = name.to_owned();
             runtime().spawn(async move {
-                let permit = me.fetches.clone().acquire_owned().await;
-                let result = me.download(&name).await;
-                drop(permit);
+                let result = me.download(&name, partial).await;
                 me.finish(&name, result);
             });
         }
@@ -195,21 +255,55 @@ impl Inner {
 
     /// Fetches `name` now, unless cached or too large for the budget.
     fn fetch_now(self: &Arc<Self>, name: &str) {
-        if self.reserve(name) {
-            let result = runtime().block_on(self.download(name));
+        if let Some(partial) = self.reserve(name) {
+            let result = runtime().block_on(self.download(name, partial));
             self.finish(name, result);
         }
     }
 
-    /// Marks `name` as being fetched and reserves its bytes; false when it
-    /// is cached or fetching already, or cannot fit.
-    fn reserve(&self, name: &str) -> bool {
+    /// The bytes at `offset` from a fetch in progress: waits for their
+    /// chunk when the shard is being streamed (it is on its way), else
+    /// `None` (the caller asks for them itself).
+    fn from_partial(&self, name: &str, buf: &mut [u8], offset: u64) -> Option<std::io::Result<()>> {
         let mut st = self.lock();
-        let Some(e) = st.entries.get(name) else {
-            return false;
-        };
+        let deadline = std::time::Instant::now() + self.wait;
+        loop {
+            let partial = match st.entries.get(name).map(|e| &e.slot) {
+                Some(Slot::Fetching(p)) => Arc::clone(p),
+                Some(Slot::Ready(f)) => {
+                    let f = Arc::clone(f);
+                    drop(st);
+                    return Some(FileExt::read_exact_at(&*f, buf, offset));
+                }
+                _ => return None,
+            };
+            if partial.covers(offset, buf.len()) {
+                drop(st);
+                return Some(FileExt::read_exact_at(&*partial.file, buf, offset));
+            }
+            let now = std::time::Instant::now();
+            if partial.failed.load(Ordering::Acquire)
+                || !st.protected.contains(name)
+                || now >= deadline
+            {
+                return None;
+            }
+            st = self
+                .landed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Marks `name` as being fetched, reserves its bytes and creates its
+    /// temporary file; `None` when it is cached or fetching already, or
+    /// cannot fit.
+    fn reserve(&self, name: &str) -> Option<Arc<Partial>> {
+        let mut st = self.lock();
+        let e = st.entries.get(name)?;
         if !matches!(e.slot, Slot::Absent) || e.bytes > self.budget {
-            return false;
+            return None;
         }
         let need = e.bytes;
         while st.used + need > self.budget {
@@ -219,9 +313,7 @@ impl Inner {
                 .filter(|(n, e)| matches!(e.slot, Slot::Ready(_)) && !st.protected.contains(*n))
                 .min_by_key(|(_, e)| e.last)
                 .map(|(n, _)| n.clone());
-            let Some(v) = victim else {
-                return false;
-            };
+            let v = victim?;
             if let Some(e) = st.entries.get_mut(&v) {
                 e.slot = Slot::Absent;
                 st.used -= e.bytes;
@@ -229,20 +321,35 @@ impl Inner {
             // Readers holding the file keep reading it; the name goes now.
             let _ = std::fs::remove_file(self.dir.join(&v));
         }
+        let tmp = self.dir.join(format!(".{name}.part-{}", std::process::id()));
+        let file = File::options()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&tmp)
+            .and_then(|f| f.set_len(need).map(|()| f))
+            .ok()?;
+        let partial = Arc::new(Partial {
+            file: Arc::new(file),
+            chunk: self.chunk,
+            landed: (0..need.div_ceil(self.chunk)).map(|_| AtomicBool::new(false)).collect(),
+            failed: AtomicBool::new(false),
+        });
         st.used += need;
         if let Some(e) = st.entries.get_mut(name) {
-            e.slot = Slot::Fetching;
+            e.slot = Slot::Fetching(Arc::clone(&partial));
         }
-        true
+        Some(partial)
     }
 
-    fn finish(&self, name: &str, result: Result<File, String>) {
+    fn finish(&self, name: &str, result: Result<Arc<File>, String>) {
         let mut st = self.lock();
         let bytes = st.entries.get(name).map_or(0, |e| e.bytes);
         match result {
             Ok(f) => {
                 if let Some(e) = st.entries.get_mut(name) {
-                    e.slot = Slot::Ready(Arc::new(f));
+                    e.slot = Slot::Ready(f);
                 }
             }
             Err(_) => {
@@ -254,60 +361,91 @@ impl Inner {
                 }
             }
         }
+        drop(st);
+        self.landed.notify_all();
     }
 
-    /// Streams object `name` into the cache, checking its size and xxh3
-    /// against the manifest before it is renamed into place.
-    async fn download(&self, name: &str) -> Result<File, String> {
-        use futures::StreamExt;
+    /// Fetches object `name` into its temporary file in chunks, several
+    /// range requests at once (each chunk readable as soon as it lands),
+    /// checks the whole file's size and xxh3 against the manifest, then
+    /// renames it into place.
+    async fn download(&self, name: &str, partial: Arc<Partial>) -> Result<Arc<File>, String> {
         let (bytes, xxh3) = {
             let st = self.lock();
             let e = st.entries.get(name).ok_or("not a shard of this pack")?;
             (e.bytes, e.xxh3.clone())
         };
-        let tmp = self.dir.join(format!(
-            ".{name}.part-{}-{:x}",
-            std::process::id(),
-            xxhash_rust::xxh3::xxh3_64(format!("{:?}", std::time::Instant::now()).as_bytes())
-        ));
-        let result = async {
-            let got = self
-                .remote
-                .store
-                .get(&self.remote.key(name))
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut stream = got.into_stream();
-            let mut out = File::create(&tmp).map_err(|e| e.to_string())?;
-            let mut h = xxhash_rust::xxh3::Xxh3::new();
-            let mut n = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| e.to_string())?;
-                n += chunk.len() as u64;
-                if n > bytes {
-                    return Err(format!("larger than the manifest's {bytes} bytes"));
+        let tmp = self.dir.join(format!(".{name}.part-{}", std::process::id()));
+        let key = self.remote.key(name);
+        let mut tasks = tokio::task::JoinSet::new();
+        for (c, _) in partial.landed.iter().enumerate() {
+            let start = c as u64 * self.chunk;
+            let end = (start + self.chunk).min(bytes);
+            let store = Arc::clone(&self.remote.store);
+            let key = key.clone();
+            let partial = Arc::clone(&partial);
+            let requests = Arc::clone(&self.requests);
+            tasks.spawn(async move {
+                // In chunk order: the semaphore is fair, so a stream's next
+                // bytes are asked for first.
+                let _permit = requests.acquire_owned().await.map_err(|e| e.to_string())?;
+                if partial.failed.load(Ordering::Acquire) {
+                    return Err("an earlier chunk failed".to_string());
                 }
-                h.update(&chunk);
-                out.write_all(&chunk).map_err(|e| e.to_string())?;
+                let got = store
+                    .get_range(&key, start..end)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if got.len() as u64 != end - start {
+                    return Err(format!("chunk at {start}: {} bytes, expected {}", got.len(), end - start));
+                }
+                partial
+                    .file
+                    .write_all_at(&got, start)
+                    .map_err(|e| e.to_string())?;
+                partial.landed[c].store(true, Ordering::Release);
+                Ok::<(), String>(())
+            });
+        }
+        let mut result = Ok(());
+        while let Some(r) = tasks.join_next().await {
+            let r = r.map_err(|e| e.to_string()).and_then(|r| r);
+            if let Err(e) = r {
+                partial.failed.store(true, Ordering::Release);
+                if result.is_ok() {
+                    result = Err(e);
+                }
             }
-            if n != bytes {
-                return Err(format!("{n} bytes, the manifest says {bytes}"));
+            // Taken and released so a reader between its check and its
+            // wait (it holds the lock) cannot miss this wake-up.
+            drop(self.lock());
+            self.landed.notify_all();
+        }
+        let checked = result.and_then(|()| {
+            let mut h = xxhash_rust::xxh3::Xxh3::new();
+            let mut buf = vec![0u8; (bytes.min(8 << 20)) as usize];
+            let mut at = 0;
+            while at < bytes {
+                let n = (bytes - at).min(buf.len() as u64) as usize;
+                FileExt::read_exact_at(&*partial.file, &mut buf[..n], at).map_err(|e| e.to_string())?;
+                h.update(&buf[..n]);
+                at += n as u64;
             }
             if let Some(x) = xxh3
                 && format!("{:016x}", h.digest()) != x
             {
                 return Err("checksum differs from the manifest".into());
             }
-            drop(out);
-            let path = self.dir.join(name);
-            std::fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
-            File::open(&path).map_err(|e| e.to_string())
+            std::fs::rename(&tmp, self.dir.join(name)).map_err(|e| e.to_string())
+        });
+        match checked {
+            Ok(()) => Ok(Arc::clone(&partial.file)),
+            Err(e) => {
+                partial.failed.store(true, Ordering::Release);
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
         }
-        .await;
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
     }
 }
 
@@ -326,6 +464,9 @@ impl ShardFile for RemoteShard {
         self.inner.advance(&self.name);
         if let Some(f) = self.inner.ready(&self.name) {
             return FileExt::read_exact_at(&*f, buf, offset);
+        }
+        if let Some(r) = self.inner.from_partial(&self.name, buf, offset) {
+            return r;
         }
         let end = offset + buf.len() as u64;
         let key = self.inner.remote.key(&self.name);

@@ -24,6 +24,11 @@ pub struct RemoteOptions {
     pub cache_bytes: u64,
     /// Shards fetched ahead of the one a stream reads (2).
     pub prefetch_shards: usize,
+    /// A shard is fetched in range requests of this many bytes (8 MiB),
+    /// each readable as soon as it lands.
+    pub chunk_bytes: u64,
+    /// Range requests in flight for shard fetches, all shards together (4).
+    pub parallel_requests: usize,
     /// Retries of a failed request, with exponential backoff (5).
     pub retries: usize,
     /// No retry starts later than this after the first attempt (30 s).
@@ -43,6 +48,8 @@ impl Default for RemoteOptions {
             cache_dir: default_cache_dir(),
             cache_bytes: 8 << 30,
             prefetch_shards: 2,
+            chunk_bytes: 8 << 20,
+            parallel_requests: 4,
             retries: 5,
             retry_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),

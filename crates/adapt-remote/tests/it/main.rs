@@ -196,9 +196,15 @@ fn streaming_fetches_ahead_and_the_second_epoch_reads_the_cache() {
     let local_dir = t.path().join("local");
     write_pack(&c, &source(), &local_dir, &opts(40), &none).unwrap();
     let local = Arc::new(PackDataset::open(&local_dir).unwrap());
-    for workers in [0, 2] {
-        let cache = t.path().join(format!("cache-{workers}"));
-        let o = server.options(&cache);
+    // Shards of ~120 KiB fetched in 16 KiB chunks: reads are served from
+    // partly fetched shards, chunk by chunk.
+    for (workers, chunk) in [(0, 8 << 20), (2, 8 << 20), (2, 16 << 10), (1, 16 << 10)] {
+        let cache = t.path().join(format!("cache-{workers}-{chunk}"));
+        let o = RemoteOptions {
+            chunk_bytes: chunk,
+            parallel_requests: 3,
+            ..server.options(&cache)
+        };
         let remote = Arc::new(open_pack(url, &o).unwrap());
         let mut lr = loader(&remote, workers, true);
         let mut ll = loader(&local, workers, true);
@@ -257,43 +263,50 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
     let server = S3Server::start(&t.path().join("s3"), BUCKET).unwrap();
     let c = cifar(&t.path().join("c"), 200);
     let url = "s3://packs/faults";
-    publish(
-        &c,
-        &source(),
-        url,
-        &opts(40),
-        &server.options(&t.path().join("c0")),
-        &none,
-    )
-    .unwrap();
-    let o = RemoteOptions {
-        // Range requests only: every batch goes to the server.
-        cache_bytes: 0,
-        ..impatient(&server, &t.path().join("cache"))
-    };
-    let pack = Arc::new(open_pack(url, &o).unwrap());
-    let mut l = loader(&pack, 2, false);
-    let want = epoch_bytes(&mut l, 0).unwrap();
-    let mut epoch = l.epoch(1).unwrap();
-    epoch.next().unwrap().unwrap();
-    server.stop();
-    let started = std::time::Instant::now();
-    let err = epoch.find_map(Result::err).unwrap();
-    drop(epoch);
-    let text = err.to_string();
-    assert!(matches!(err, LoaderError::SampleFailed { .. }), "{text}");
-    assert!(text.contains("s3://packs/faults/shard-"), "{text}");
-    assert!(
-        started.elapsed() < Duration::from_secs(30),
-        "bounded retries: {:?}",
-        started.elapsed()
-    );
-    server.restart().unwrap();
-    assert_eq!(
-        epoch_bytes(&mut l, 0).unwrap(),
-        want,
-        "works again after a restart"
-    );
+    publish(&c, &source(), url, &opts(40), &server.options(&t.path().join("c0")), &none).unwrap();
+    // Range requests only (every batch goes to the server), and streaming
+    // with shards fetched ahead in small chunks.
+    for (cache_bytes, stream) in [(0, false), (1 << 30, true)] {
+        let o = RemoteOptions {
+            cache_bytes,
+            chunk_bytes: 16 << 10,
+            ..impatient(&server, &t.path().join(format!("cache-{stream}")))
+        };
+        let pack = Arc::new(open_pack(url, &o).unwrap());
+        let mut l = loader(&pack, 2, stream);
+        let want = epoch_bytes(&mut l, 0).unwrap();
+        // A fresh cache, so the next epoch needs the server.
+        let pack = Arc::new(
+            open_pack(url, &RemoteOptions {
+                cache_dir: t.path().join(format!("fresh-{stream}")),
+                ..o.clone()
+            })
+            .unwrap(),
+        );
+        let mut l = loader(&pack, 2, stream);
+        let mut epoch = l.epoch(0).unwrap();
+        epoch.next().unwrap().unwrap();
+        server.stop();
+        let started = std::time::Instant::now();
+        let err = epoch.find_map(Result::err);
+        drop(epoch);
+        // Streaming may have fetched everything before the stop (small
+        // shards, fast fetches): then there is no error to see.
+        if let Some(err) = err {
+            let text = err.to_string();
+            assert!(matches!(err, LoaderError::SampleFailed { .. }), "{text}");
+            assert!(text.contains("s3://packs/faults/shard-"), "{text}");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "bounded retries: {:?}",
+                started.elapsed()
+            );
+        } else {
+            assert!(stream, "range reads must fail with the server stopped");
+        }
+        server.restart().unwrap();
+        assert_eq!(epoch_bytes(&mut l, 0).unwrap(), want, "works again after a restart");
+    }
 }
 
 #[test]
