@@ -37,8 +37,6 @@ struct Inner {
     chunk: u64,
 }
 
-
-
 #[derive(Default)]
 struct State {
     entries: HashMap<String, Entry>,
@@ -82,7 +80,11 @@ impl Partial {
     fn covers(&self, offset: u64, len: usize) -> bool {
         let first = (offset / self.chunk) as usize;
         let last = ((offset + len.max(1) as u64 - 1) / self.chunk) as usize;
-        (first..=last).all(|c| self.landed.get(c).is_some_and(|l| l.load(Ordering::Acquire)))
+        (first..=last).all(|c| {
+            self.landed
+                .get(c)
+                .is_some_and(|l| l.load(Ordering::Acquire))
+        })
     }
 }
 
@@ -145,7 +147,9 @@ impl RemoteStorage {
                 depth: options.prefetch_shards,
                 state: Mutex::new(state),
                 landed: Condvar::new(),
-                requests: Arc::new(tokio::sync::Semaphore::new(options.parallel_requests.max(1))),
+                requests: Arc::new(tokio::sync::Semaphore::new(
+                    options.parallel_requests.max(1),
+                )),
                 wait: options.request_timeout,
                 chunk: options.chunk_bytes.max(1),
             }),
@@ -264,7 +268,7 @@ impl Inner {
     /// The bytes at `offset` from a fetch in progress: waits for their
     /// chunk when the shard is being streamed (it is on its way), else
     /// `None` (the caller asks for them itself).
-    fn from_partial(&self, name: &str, buf: &mut [u8], offset: u64) -> Option<std::io::Result<()>> {
+    fn read_partial(&self, name: &str, buf: &mut [u8], offset: u64) -> Option<std::io::Result<()>> {
         let mut st = self.lock();
         let deadline = std::time::Instant::now() + self.wait;
         loop {
@@ -321,7 +325,9 @@ impl Inner {
             // Readers holding the file keep reading it; the name goes now.
             let _ = std::fs::remove_file(self.dir.join(&v));
         }
-        let tmp = self.dir.join(format!(".{name}.part-{}", std::process::id()));
+        let tmp = self
+            .dir
+            .join(format!(".{name}.part-{}", std::process::id()));
         let file = File::options()
             .create(true)
             .truncate(true)
@@ -333,7 +339,9 @@ impl Inner {
         let partial = Arc::new(Partial {
             file: Arc::new(file),
             chunk: self.chunk,
-            landed: (0..need.div_ceil(self.chunk)).map(|_| AtomicBool::new(false)).collect(),
+            landed: (0..need.div_ceil(self.chunk))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
             failed: AtomicBool::new(false),
         });
         st.used += need;
@@ -375,7 +383,9 @@ impl Inner {
             let e = st.entries.get(name).ok_or("not a shard of this pack")?;
             (e.bytes, e.xxh3.clone())
         };
-        let tmp = self.dir.join(format!(".{name}.part-{}", std::process::id()));
+        let tmp = self
+            .dir
+            .join(format!(".{name}.part-{}", std::process::id()));
         let key = self.remote.key(name);
         let mut tasks = tokio::task::JoinSet::new();
         for (c, _) in partial.landed.iter().enumerate() {
@@ -397,7 +407,11 @@ impl Inner {
                     .await
                     .map_err(|e| e.to_string())?;
                 if got.len() as u64 != end - start {
-                    return Err(format!("chunk at {start}: {} bytes, expected {}", got.len(), end - start));
+                    return Err(format!(
+                        "chunk at {start}: {} bytes, expected {}",
+                        got.len(),
+                        end - start
+                    ));
                 }
                 partial
                     .file
@@ -427,7 +441,8 @@ impl Inner {
             let mut at = 0;
             while at < bytes {
                 let n = (bytes - at).min(buf.len() as u64) as usize;
-                FileExt::read_exact_at(&*partial.file, &mut buf[..n], at).map_err(|e| e.to_string())?;
+                FileExt::read_exact_at(&*partial.file, &mut buf[..n], at)
+                    .map_err(|e| e.to_string())?;
                 h.update(&buf[..n]);
                 at += n as u64;
             }
@@ -465,7 +480,7 @@ impl ShardFile for RemoteShard {
         if let Some(f) = self.inner.ready(&self.name) {
             return FileExt::read_exact_at(&*f, buf, offset);
         }
-        if let Some(r) = self.inner.from_partial(&self.name, buf, offset) {
+        if let Some(r) = self.inner.read_partial(&self.name, buf, offset) {
             return r;
         }
         let end = offset + buf.len() as u64;

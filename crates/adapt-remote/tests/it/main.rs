@@ -263,7 +263,15 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
     let server = S3Server::start(&t.path().join("s3"), BUCKET).unwrap();
     let c = cifar(&t.path().join("c"), 200);
     let url = "s3://packs/faults";
-    publish(&c, &source(), url, &opts(40), &server.options(&t.path().join("c0")), &none).unwrap();
+    publish(
+        &c,
+        &source(),
+        url,
+        &opts(40),
+        &server.options(&t.path().join("c0")),
+        &none,
+    )
+    .unwrap();
     // Range requests only (every batch goes to the server), and streaming
     // with shards fetched ahead in small chunks.
     for (cache_bytes, stream) in [(0, false), (1 << 30, true)] {
@@ -277,10 +285,13 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
         let want = epoch_bytes(&mut l, 0).unwrap();
         // A fresh cache, so the next epoch needs the server.
         let pack = Arc::new(
-            open_pack(url, &RemoteOptions {
-                cache_dir: t.path().join(format!("fresh-{stream}")),
-                ..o.clone()
-            })
+            open_pack(
+                url,
+                &RemoteOptions {
+                    cache_dir: t.path().join(format!("fresh-{stream}")),
+                    ..o.clone()
+                },
+            )
             .unwrap(),
         );
         let mut l = loader(&pack, 2, stream);
@@ -305,7 +316,11 @@ fn a_stopped_server_is_an_error_naming_the_shard_and_a_restarted_one_works() {
             assert!(stream, "range reads must fail with the server stopped");
         }
         server.restart().unwrap();
-        assert_eq!(epoch_bytes(&mut l, 0).unwrap(), want, "works again after a restart");
+        assert_eq!(
+            epoch_bytes(&mut l, 0).unwrap(),
+            want,
+            "works again after a restart"
+        );
     }
 }
 
