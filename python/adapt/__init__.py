@@ -94,11 +94,19 @@ class DataLoader:
     (`"random_crop(32,padding=4),hflip,normalize(cifar10)"`); `output`
     `"f32"` (normalised NCHW), `"u8"` (NCHW) or `"u8-nhwc"`; `distributed`
     None, `"auto"` (torchrun's or Slurm's variables) or `(rank,
-    world_size)`; `timeout` in seconds (0 or None: wait forever)."""
+    world_size)`; `timeout` in seconds (0 or None: wait forever).
+
+    `autotune=True` tunes num_workers and prefetch_factor while training:
+    during the first epoch the ADaPT descent moves them between batches by
+    how long the training loop waits for each batch (the data and its order
+    do not change), starting from `autotune_profile`'s entry when it has one
+    and saving what it settled on there. `autotune_status()` says where it
+    is."""
 
     def __init__(self, dataset, batch_size=1, shuffle=False, num_workers=0, prefetch_factor=None,
                  pin_memory=False, persistent_workers=False, drop_last=False, seed=0, transform=None,
-                 output="f32", distributed=None, timeout=None, exact_decode=False, stream=None):
+                 output="f32", distributed=None, timeout=None, exact_decode=False, stream=None,
+                 autotune=False, autotune_profile=None):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ConfigError(f"batch_size should be a positive integer, got {batch_size!r}")
         if not isinstance(num_workers, int) or num_workers < 0:
@@ -131,7 +139,8 @@ class DataLoader:
         self._pipeline_json = _pipeline(dataset, transform, output, exact_decode)
         self._raw = _RawLoader(self._pipeline_json, batch_size, shuffle, num_workers, prefetch_factor,
                                pin_memory, persistent_workers, drop_last, seed, rank, world,
-                               float(timeout) if timeout else None, stream)
+                               float(timeout) if timeout else None, stream, bool(autotune),
+                               os.fspath(autotune_profile) if autotune_profile else None)
         info = self._raw.info()
         self.output = info["output"]
         self.sample_shape = tuple(info["sample_shape"])
@@ -154,6 +163,16 @@ class DataLoader:
 
     def __len__(self):
         return self._raw.batches_per_epoch()
+
+    def autotune_status(self):
+        """With autotune: {"settled": (num_workers, prefetch_factor) or None,
+        "current": (num_workers, prefetch_factor), "tried": [((num_workers,
+        prefetch_factor), mean wait seconds), ...]}; None without."""
+        s = self._raw.autotune_status()
+        if s is None:
+            return None
+        settled, tried, current = s
+        return {"settled": settled, "current": current, "tried": tried}
 
     def set_epoch(self, epoch):
         """As DistributedSampler.set_epoch: the next iteration is this epoch
@@ -218,15 +237,20 @@ class DataLoader:
 
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,
          retune=False, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=False, seed=0,
-         exact_decode=False):
+         exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there
-    for DataLoader.from_profile. The whole report is in `tune.last_report`."""
+    for DataLoader.from_profile. Trials are lengthened to `trial_seconds`
+    (None: `trial_samples` as given); `noise_repeats` trials measure the
+    noise first; `step_ms` is a consumer's time per batch, and the report's
+    `cheapest` is the fewest-threads configuration within the noise of the
+    best. The whole report is in `tune.last_report`."""
     if isinstance(batch_size, int):
         batch_size = (batch_size,)
     pipeline = _pipeline(dataset, transform, output, exact_decode)
     text = _tune(pipeline, list(batch_size), strategy, os.fspath(profile) if profile else None, retune,
-                 budget_bytes, trial_samples, final_repeats, plain, seed)
+                 budget_bytes, trial_samples, final_repeats, plain, seed, trial_seconds, noise_repeats,
+                 step_ms)
     report = json.loads(text)
     tune.last_report = report
     picks = {}

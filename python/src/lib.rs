@@ -181,18 +181,48 @@ impl BatchData {
 #[pyclass(module = "adapt._adapt")]
 struct RawLoader {
     /// `None` once closed.
-    driver: Mutex<Option<Driver>>,
+    driver: Mutex<Option<Drive>>,
     batches_per_epoch: usize,
     info: Py<PyDict>,
+    /// With autotune: the profile to save the settled knobs to, and the
+    /// key's parts.
+    autotune_profile: Option<(std::path::PathBuf, String, usize)>,
+    saved: bool,
+}
+
+/// A plain driver, or one that tunes itself while training.
+// One per loader: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Drive {
+    Plain(Driver),
+    Auto(adapt_tune::AutotunedDriver),
+}
+
+impl Drive {
+    fn driver(&mut self) -> &mut Driver {
+        match self {
+            Drive::Plain(d) => d,
+            Drive::Auto(a) => a.driver(),
+        }
+    }
+    fn next(&mut self, interrupt: &mut dyn FnMut() -> bool) -> Option<Result<Batch, LoaderError>> {
+        match self {
+            Drive::Plain(d) => d.next(interrupt),
+            Drive::Auto(a) => a.next(interrupt),
+        }
+    }
 }
 
 impl RawLoader {
-    fn driver(&mut self) -> PyResult<&mut Driver> {
+    fn drive(&mut self) -> PyResult<&mut Drive> {
         self.driver
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .as_mut()
             .ok_or_else(|| AdaptError::new_err("the loader is closed"))
+    }
+    fn driver(&mut self) -> PyResult<&mut Driver> {
+        Ok(self.drive()?.driver())
     }
 }
 
@@ -223,7 +253,7 @@ impl RawLoader {
     /// as JSON) with PyTorch's knobs. Every impossible value is refused
     /// here, as PyTorch refuses it.
     #[new]
-    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None))]
+    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -240,6 +270,8 @@ impl RawLoader {
         world_size: Option<usize>,
         timeout: Option<f64>,
         stream: Option<usize>,
+        autotune: bool,
+        autotune_profile: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
         let timeout = match timeout {
@@ -301,16 +333,63 @@ impl RawLoader {
             ))
         })?;
         let dict = PyDict::new(py);
-        dict.set_item("identity", info.0)?;
+        dict.set_item("identity", &info.0)?;
         dict.set_item("device_normalize", info.1)?;
         dict.set_item("sample_shape", info.2)?;
         dict.set_item("output", info.3)?;
         dict.set_item("page_locked", info.4)?;
         dict.set_item("transforms", info.5)?;
+        let machine = adapt_tune::Machine::detect();
+        let identity = info.0;
+        let start = match &autotune_profile {
+            Some(p) => adapt_tune::Profile::load(p)
+                .map_err(|e| ConfigError::new_err(e.to_string()))?
+                .lookup(&identity, batch_size, &machine)
+                .map(|e| e.knobs),
+            None => None,
+        };
+        let drive = if autotune {
+            let auto = py
+                .detach(|| {
+                    adapt_tune::AutotunedDriver::new(Driver::new(loader), &machine, start, 8, 2)
+                })
+                .map_err(loader_error)?;
+            Drive::Auto(auto)
+        } else {
+            Drive::Plain(Driver::new(loader))
+        };
         Ok(Self {
-            driver: Mutex::new(Some(Driver::new(loader))),
+            driver: Mutex::new(Some(drive)),
             batches_per_epoch: batches,
             info: dict.unbind(),
+            autotune_profile: autotune_profile.map(|p| (p, identity, batch_size)),
+            saved: false,
+        })
+    }
+
+    /// With autotune: (settled knobs or None, [(knobs, mean wait seconds)]
+    /// tried, current (num_workers, prefetch_factor)).
+    #[allow(clippy::type_complexity)]
+    fn autotune_status(
+        &mut self,
+    ) -> PyResult<
+        Option<(
+            Option<(usize, usize)>,
+            Vec<((usize, usize), f64)>,
+            (usize, usize),
+        )>,
+    > {
+        Ok(match self.drive()? {
+            Drive::Plain(_) => None,
+            Drive::Auto(a) => {
+                let t = a.tuner();
+                let pair = |k: &adapt_tune::Knobs| (k.num_workers, k.prefetch_factor);
+                Some((
+                    t.settled().as_ref().map(pair),
+                    t.tried().iter().map(|(k, w)| (pair(k), *w)).collect(),
+                    pair(&t.knobs()),
+                ))
+            }
         })
     }
 
@@ -337,8 +416,22 @@ impl RawLoader {
         &mut self,
         py: Python<'py>,
     ) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
-        let driver = self.driver()?;
-        let (item, raised) = detached(py, |interrupt| driver.next(interrupt));
+        let drive = self.drive()?;
+        let (item, raised) = detached(py, |interrupt| drive.next(interrupt));
+        let settled = match &*drive {
+            Drive::Auto(a) => a.tuner().settled(),
+            Drive::Plain(_) => None,
+        };
+        if let (Some(k), Some((path, identity, batch)), false) =
+            (settled, &self.autotune_profile, self.saved)
+        {
+            let mut p =
+                adapt_tune::Profile::load(path).map_err(|e| AdaptError::new_err(e.to_string()))?;
+            p.insert_settled(identity, *batch, &adapt_tune::Machine::detect(), k);
+            p.save(path)
+                .map_err(|e| AdaptError::new_err(e.to_string()))?;
+            self.saved = true;
+        }
         match item {
             None => Ok(None),
             Some(Err(LoaderError::Interrupted { .. })) => Err(raised
@@ -407,7 +500,7 @@ fn parse_transform(text: &str) -> PyResult<String> {
 /// Runs the tuner on a pipeline (its dataset, steps and output) and returns
 /// the report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=false, seed=0))]
+#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=false, seed=0, trial_seconds=Some(1.0), noise_repeats=5, step_ms=None))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -421,7 +514,21 @@ fn tune(
     final_repeats: usize,
     plain: bool,
     seed: u64,
+    trial_seconds: Option<f64>,
+    noise_repeats: usize,
+    step_ms: Option<f64>,
 ) -> PyResult<String> {
+    let step = match step_ms {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => {
+            Some(std::time::Duration::from_secs_f64(ms / 1e3))
+        }
+        Some(ms) => {
+            return Err(ConfigError::new_err(format!(
+                "step_ms {ms} must be a non-negative number"
+            )));
+        }
+        None => None,
+    };
     let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
     let strategy = match strategy {
         "avl" => adapt_tune::Strategy::Avl,
@@ -459,6 +566,9 @@ fn tune(
         transforms: pipeline.transforms.clone(),
         output: pipeline.output,
         exact_decode: pipeline.exact_decode,
+        trial_seconds: trial_seconds.filter(|t| *t > 0.0),
+        noise_repeats,
+        step,
         ..defaults
     };
     let report = py

@@ -214,12 +214,35 @@ def test_ctrl_c_ends_the_epoch_promptly_and_the_loader_stays_usable(xtask, tmp_p
 def test_tune_returns_knobs_and_a_profile_builds_a_loader(cifar, tmp_path):
     profile = tmp_path / "profile.json"
     picks = adapt.tune(adapt.datasets.CIFAR10(cifar), transform=RECIPE, batch_size=64,
-                       profile=profile, trial_samples=256, final_repeats=1)
+                       profile=profile, trial_samples=256, final_repeats=1, trial_seconds=None,
+                       noise_repeats=2, step_ms=1)
     knobs = picks[64]
     assert set(knobs) == {"num_workers", "prefetch_factor", "pin_memory", "persistent_workers"}
     assert adapt.tune.last_report["dataset"]["pipeline"]["transforms"].startswith("random_crop")
+    assert adapt.tune.last_report["strategy"]["threshold_source"] == "measured"
+    assert len(adapt.tune.last_report["runs"][0]["noise"]["seconds"]) == 2
     loader = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64,
                                            transform=RECIPE)
     assert loader.num_workers == knobs["num_workers"]
     other = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64)
     assert other.num_workers == 0, "no entry for another pipeline: PyTorch's defaults"
+
+
+def test_autotune_keeps_the_data_settles_and_saves_to_the_profile(cifar, tmp_path):
+    profile = tmp_path / "online.json"
+    fixed = [bytes(memoryview(np.ascontiguousarray(b[0]))) for b in
+             adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16, shuffle=True, seed=3,
+                              transform=RECIPE, output="u8")]
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16, shuffle=True, seed=3,
+                              transform=RECIPE, output="u8", autotune=True, autotune_profile=profile)
+    got = []
+    for data, _ in loader:
+        got.append(bytes(memoryview(np.ascontiguousarray(data))))
+        time.sleep(0.001)
+    assert got == fixed, "the same batches through every switch"
+    status = loader.autotune_status()
+    assert len(status["tried"]) >= 3, status
+    if status["settled"] is not None:
+        assert profile.exists()
+        assert json.loads(profile.read_text())["entries"][0]["strategy"]["search"] == "online"
+    assert adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16).autotune_status() is None

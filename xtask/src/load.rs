@@ -1,7 +1,8 @@
 //! `cargo xtask load`: run epochs through the loader, one JSON line each.
 
 use crate::inspect::{DatasetArgs, hex};
-use adapt_loader::{Distributed, Launch, Loader, LoaderConfig, LoaderState};
+use adapt_loader::{Distributed, Driver, Launch, Loader, LoaderConfig, LoaderState};
+use adapt_tune::{AutotunedDriver, Machine, Profile};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -60,6 +61,42 @@ pub(crate) struct Args {
     /// for a training step).
     #[arg(long)]
     step_ms: Option<u64>,
+    /// Tune num_workers and prefetch_factor while loading: during the first
+    /// epoch the ADaPT descent moves them between batches by how long this
+    /// consumer waits (the data order does not change), then keeps what it
+    /// settled on.
+    #[arg(long)]
+    autotune: bool,
+    /// With --autotune: batches timed per candidate (after 2 of settling in).
+    #[arg(long, default_value_t = 8)]
+    autotune_window: usize,
+    /// With --autotune: start from this profile's entry for the pipeline
+    /// and batch size, and save what the search settled on there.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
+/// The loop's source of batches: a plain driver, or one that tunes itself.
+// One per loader: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Runner {
+    Plain(Driver),
+    Auto(AutotunedDriver),
+}
+
+impl Runner {
+    fn driver(&mut self) -> &mut Driver {
+        match self {
+            Runner::Plain(d) => d,
+            Runner::Auto(a) => a.driver(),
+        }
+    }
+    fn next(&mut self) -> Option<Result<adapt_loader::Batch, adapt_loader::LoaderError>> {
+        match self {
+            Runner::Plain(d) => d.next(&mut || false),
+            Runner::Auto(a) => a.next(&mut || false),
+        }
+    }
 }
 
 fn distributed(arg: Option<&str>) -> anyhow::Result<Option<Distributed>> {
@@ -134,7 +171,32 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     if args.checkpoint_every.is_some() && checkpoint.is_none() {
         bail!("--checkpoint-every needs --checkpoint FILE (or --resume FILE)");
     }
-    let mut loader = Loader::new(built.dataset(), config)?;
+    if args.profile.is_some() && !args.autotune {
+        bail!("--profile goes with --autotune here (cargo xtask tune --profile tunes offline)");
+    }
+    let machine = Machine::detect();
+    let identity = built.identity();
+    let mut profile = match &args.profile {
+        Some(p) => Some(Profile::load(p)?),
+        None => None,
+    };
+    let start_knobs = profile
+        .as_ref()
+        .and_then(|p| p.lookup(&identity, args.batch_size, &machine))
+        .map(|e| e.knobs);
+    let driver = Driver::new(Loader::new(built.dataset(), config)?);
+    let mut runner = if args.autotune {
+        Runner::Auto(AutotunedDriver::new(
+            driver,
+            &machine,
+            start_knobs,
+            args.autotune_window,
+            2,
+        )?)
+    } else {
+        Runner::Plain(driver)
+    };
+    let mut saved = false;
     eprintln!(
         "{}",
         serde_json::json!({ "pipeline": built.describe(&pipeline) })
@@ -144,11 +206,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         let start = Instant::now();
         let mut digest = Sha256::new();
         let (mut samples, mut batches) = (0usize, 0usize);
-        let mut e = match &resume {
-            Some(state) if epoch == first => loader.resume(state)?,
-            _ => loader.epoch(epoch)?,
+        match &resume {
+            Some(state) if epoch == first => runner.driver().resume(state)?,
+            _ => runner.driver().start(epoch)?,
         };
-        while let Some(batch) = e.next() {
+        while let Some(batch) = runner.next() {
             let batch = batch.with_context(|| format!("epoch {epoch}"))?;
             if !args.no_digest {
                 // Native byte order: little-endian on every machine we run on,
@@ -179,21 +241,50 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
                 std::thread::sleep(std::time::Duration::from_millis(ms));
             }
             if let (Some(n), Some(path)) = (args.checkpoint_every, &checkpoint)
-                && (batches.is_multiple_of(n) || e.is_done())
+                && batches.is_multiple_of(n)
+                && let Some(state) = runner.driver().state()
             {
-                let text = e.state().to_text();
+                let text = state.to_text();
                 adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
             }
         }
+        if let (Some(_), Some(path)) = (args.checkpoint_every, &checkpoint)
+            && let Some(state) = runner.driver().state()
+        {
+            let text = state.to_text();
+            adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
+        }
         let seconds = start.elapsed().as_secs_f64();
-        let line = serde_json::json!({
+        let knobs = runner.driver().loader().config().clone();
+        let mut line = serde_json::json!({
             "epoch": epoch,
             "seconds": seconds,
             "samples": samples,
             "batches": batches,
             "samples_per_s": samples as f64 / seconds,
             "digest": if args.no_digest { serde_json::Value::Null } else { hex(&digest.finalize()).into() },
+            "num_workers": knobs.num_workers,
+            "prefetch_factor": knobs.prefetch_factor,
         });
+        if let Runner::Auto(a) = &runner {
+            let waits = a.waits();
+            let tail = &waits[waits.len() - waits.len().min(batches)..];
+            line["mean_wait_ms"] =
+                (tail.iter().sum::<f64>() / tail.len().max(1) as f64 * 1e3).into();
+            line["autotune"] = serde_json::json!({
+                "settled": a.tuner().settled().map(|k| k.to_string()),
+                "tried": a.tuner().tried().iter()
+                    .map(|(k, w)| serde_json::json!({ "knobs": k.to_string(), "mean_wait_ms": w * 1e3 }))
+                    .collect::<Vec<_>>(),
+            });
+            if let (Some(k), Some(p), Some(path), false) =
+                (a.tuner().settled(), profile.as_mut(), &args.profile, saved)
+            {
+                p.insert_settled(&identity, args.batch_size, &machine, k);
+                p.save(path)?;
+                saved = true;
+            }
+        }
         println!("{line}");
     }
     Ok(())

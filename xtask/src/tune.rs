@@ -33,9 +33,28 @@ pub(crate) struct Args {
     /// of the available memory).
     #[arg(long)]
     budget_mem: Option<String>,
-    /// Samples per trial epoch (a fixed random subset).
+    /// Samples per trial epoch (a fixed random subset); the starting length
+    /// when --trial-seconds sizes trials.
     #[arg(long, default_value_t = 16_384)]
     trial_samples: usize,
+    /// Lengthen trials until one lasts this many seconds (0: keep
+    /// --trial-samples as given).
+    #[arg(long, default_value_t = 1.0)]
+    trial_seconds: f64,
+    /// Trials of one configuration run before the search to measure the
+    /// noise (which sets the noise policy's threshold); 0 or 1: not measured.
+    #[arg(long, default_value_t = 5)]
+    noise_repeats: usize,
+    /// A consumer that spends this many milliseconds per batch in every
+    /// trial (a training step's stand-in): the report then also names the
+    /// cheapest configuration that keeps up.
+    #[arg(long)]
+    step_ms: Option<f64>,
+    /// With --command: time what the program prints, the last match of this
+    /// regular expression (its first group), e.g. 'adapt-seconds: ([0-9.]+)',
+    /// instead of the process's wall time.
+    #[arg(long)]
+    metric: Option<String>,
     /// Epochs per trial (at least 2).
     #[arg(long, default_value_t = 2)]
     trial_epochs: u64,
@@ -166,6 +185,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             .parse()
             .map_err(|e: String| anyhow::anyhow!(e))?,
         exact_decode: args.pipeline.exact_decode,
+        trial_seconds: (args.trial_seconds > 0.0).then_some(args.trial_seconds),
+        noise_repeats: args.noise_repeats,
+        step: match args.step_ms {
+            Some(ms) if ms.is_finite() && ms >= 0.0 => {
+                Some(std::time::Duration::from_secs_f64(ms / 1e3))
+            }
+            Some(ms) => bail!("--step-ms {ms} must be a non-negative number"),
+            None => None,
+        },
+        metric: args.metric.clone(),
         trial_timeout: if args.trial_timeout.is_finite() && args.trial_timeout > 0.0 {
             std::time::Duration::from_secs_f64(args.trial_timeout)
         } else {

@@ -67,6 +67,24 @@ impl Driver {
         self.epoch.as_ref().map(EpochCore::state)
     }
 
+    /// Switches to other worker knobs between two batches: the running
+    /// epoch (if any) is checkpointed, its workers stopped, and it resumes
+    /// on a loader with the new knobs — the same batches follow, byte for
+    /// byte; the batches prefetched so far are built again.
+    pub fn reconfigure(
+        &mut self,
+        num_workers: usize,
+        prefetch_factor: Option<usize>,
+    ) -> Result<(), LoaderError> {
+        let state = self.state();
+        self.epoch = None;
+        self.loader = self.loader.reconfigured(num_workers, prefetch_factor)?;
+        if let Some(s) = state {
+            self.resume(&s)?;
+        }
+        Ok(())
+    }
+
     /// Ends the current epoch now.
     pub fn stop(&mut self) {
         self.epoch = None;

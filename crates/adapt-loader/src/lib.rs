@@ -210,6 +210,26 @@ impl Loader {
         &self.config
     }
 
+    /// A loader like this one (same dataset, pipeline, batching, seed and
+    /// buffer provider) with other worker knobs. Batches do not depend on
+    /// the knobs, so an epoch resumed on it from this loader's checkpoint
+    /// goes on with the same data.
+    pub fn reconfigured(
+        &self,
+        num_workers: usize,
+        prefetch_factor: Option<usize>,
+    ) -> Result<Self, LoaderError> {
+        let mut config = (*self.config).clone();
+        config.num_workers = num_workers;
+        config.prefetch_factor = (num_workers > 0).then_some(prefetch_factor.unwrap_or(2));
+        config.persistent_workers = num_workers > 0 && config.persistent_workers;
+        Self::with_buffers(
+            Arc::clone(&self.ctx.dataset),
+            config,
+            Some(self.ctx.pool.provider()),
+        )
+    }
+
     /// Shape of one sample as batched (after the transform).
     pub fn sample_shape(&self) -> Shape {
         self.ctx.shape

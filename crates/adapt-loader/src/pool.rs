@@ -105,6 +105,11 @@ pub(crate) struct BatchPool {
 }
 
 impl BatchPool {
+    /// Where its buffers come from.
+    pub(crate) fn provider(&self) -> Arc<dyn BufferProvider> {
+        Arc::clone(&self.provider)
+    }
+
     pub(crate) fn new(
         provider: Arc<dyn BufferProvider>,
         bytes: usize,

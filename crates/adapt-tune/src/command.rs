@@ -22,6 +22,7 @@ pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(3600);
 pub struct CommandObjective {
     template: String,
     timeout: Duration,
+    metric: Option<regex::Regex>,
 }
 
 impl CommandObjective {
@@ -30,6 +31,37 @@ impl CommandObjective {
         Self {
             template: template.to_owned(),
             timeout: DEFAULT_TRIAL_TIMEOUT,
+            metric: None,
+        }
+    }
+
+    /// The same objective whose cost is what the program prints: the last
+    /// match of `pattern` in its output (stdout and stderr), the number in
+    /// its first group (or the whole match), e.g. `adapt-seconds: ([0-9.]+)`.
+    /// Interpreter start-up and imports then do not drown the signal.
+    pub fn with_metric(mut self, pattern: &str) -> Result<Self, crate::TuneError> {
+        let re = regex::Regex::new(pattern)
+            .map_err(|e| crate::TuneError::InvalidOption(format!("metric {pattern:?}: {e}")))?;
+        self.metric = Some(re);
+        Ok(self)
+    }
+
+    /// The metric's value in `text`: its last match.
+    fn metric_in(&self, re: &regex::Regex, text: &str) -> Result<f64, String> {
+        let found = re
+            .captures_iter(text)
+            .last()
+            .ok_or_else(|| format!("printed no line matching {:?}", re.as_str()))?;
+        let m = found
+            .get(1)
+            .or_else(|| found.get(0))
+            .map_or("", |m| m.as_str());
+        match m.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+            _ => Err(format!(
+                "the metric {:?} matched {m:?}, not a positive number",
+                re.as_str()
+            )),
         }
     }
 
@@ -111,7 +143,12 @@ impl CommandObjective {
         let last: Vec<&str> = text.lines().rev().take(5).collect();
         let last: Vec<&str> = last.into_iter().rev().collect();
         match status {
-            Ok(s) if s.success() => Ok(secs),
+            Ok(s) if s.success() => match &self.metric {
+                Some(re) => self
+                    .metric_in(re, &text)
+                    .map_err(|e| format!("`{line}`: {e}; last output: {}", last.join(" | ")).into()),
+                None => Ok(secs),
+            },
             Ok(s) => Err(format!("`{line}` exited with {s}; last output: {}", last.join(" | ")).into()),
             Err(()) => Err(format!(
                 "`{line}` ran past the trial limit of {:?} and was ended (with its process group); last output: {}",

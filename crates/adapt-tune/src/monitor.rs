@@ -96,12 +96,16 @@ impl Dataset for Subset {
 /// wall seconds, loader construction (worker start-up) included. With a CUDA
 /// engine every batch is copied to the device (pinned buffers when
 /// `pin_memory`), as the paper's measurement includes the transfer.
+///
+/// `step` is the consumer's time per batch (a training step's stand-in):
+/// the loader then only has to keep ahead of it.
 pub fn time_loader(
     dataset: &Arc<dyn Dataset>,
     base: &LoaderConfig,
     knobs: &Knobs,
     epochs: u64,
     engine: Option<&TransferEngine>,
+    step: Option<std::time::Duration>,
 ) -> Result<f64, TuneError> {
     let mut config = base.clone();
     knobs.apply(&mut config);
@@ -120,6 +124,9 @@ pub fn time_loader(
                 for batch in engine.epoch(epoch, COPY_DEPTH) {
                     let batch =
                         batch.map_err(|e| TuneError::InvalidOption(format!("transfer: {e}")))?;
+                    if let Some(s) = step {
+                        std::thread::sleep(s);
+                    }
                     engine.recycle(batch);
                 }
             }
@@ -132,6 +139,9 @@ pub fn time_loader(
                         .iter()
                         .step_by(bytes.len() / batch.len().max(1))
                         .fold(0, |a, &b| a ^ b);
+                    if let Some(s) = step {
+                        std::thread::sleep(s);
+                    }
                 }
             }
         }
@@ -146,10 +156,12 @@ const COPY_DEPTH: usize = 2;
 
 /// The objective the search minimises: seconds of one trial.
 pub struct LoaderObjective {
+    dataset: Arc<dyn Dataset>,
     subset: Arc<dyn Dataset>,
     base: LoaderConfig,
     spec: TrialSpec,
     engine: Option<Arc<TransferEngine>>,
+    step: Option<std::time::Duration>,
 }
 
 impl LoaderObjective {
@@ -170,13 +182,72 @@ impl LoaderObjective {
                 "a trial needs at least one sample".into(),
             ));
         }
-        let subset: Arc<dyn Dataset> = Arc::new(Subset::random(dataset, spec.samples, spec.seed));
+        let subset: Arc<dyn Dataset> = Arc::new(Subset::random(
+            Arc::clone(&dataset),
+            spec.samples,
+            spec.seed,
+        ));
         Ok(Self {
+            dataset,
             subset,
             base,
             spec,
             engine: None,
+            step: None,
         })
+    }
+
+    /// The same objective whose consumer spends `step` per batch.
+    #[must_use]
+    pub fn with_step(mut self, step: Option<std::time::Duration>) -> Self {
+        self.step = step;
+        self
+    }
+
+    /// The trial length in use.
+    pub fn spec(&self) -> TrialSpec {
+        self.spec
+    }
+
+    /// Lengthens trials until one of `knobs` lasts at least `seconds`:
+    /// more samples (up to the whole dataset), then more epochs. Returns
+    /// the last trial's time.
+    pub fn size_by_time(&mut self, knobs: &Knobs, seconds: f64) -> Result<f64, TuneError> {
+        let mut t = self.time(knobs)?;
+        for _ in 0..6 {
+            if t >= seconds {
+                break;
+            }
+            // Aim 20% past the target: trial time is not quite linear.
+            let grow = (seconds / t.max(1e-6) * 1.2).min(64.0);
+            let len = self.dataset.len();
+            let mut spec = self.spec;
+            if spec.samples < len {
+                spec.samples = ((spec.samples as f64 * grow).ceil() as usize).min(len);
+            } else {
+                spec.epochs = ((spec.epochs as f64 * grow).ceil() as u64).clamp(2, 1000);
+            }
+            if spec == self.spec {
+                break;
+            }
+            *self = Self::new(Arc::clone(&self.dataset), self.base.clone(), spec)?
+                .with_engine(self.engine.clone())
+                .with_step(self.step);
+            t = self.time(knobs)?;
+        }
+        Ok(t)
+    }
+
+    /// One trial of `knobs`.
+    pub fn time(&self, knobs: &Knobs) -> Result<f64, TuneError> {
+        time_loader(
+            &self.subset,
+            &self.base,
+            knobs,
+            self.spec.epochs,
+            self.engine.as_deref(),
+            self.step,
+        )
     }
 
     /// Copies every batch to the device through `engine` (a CUDA engine;
@@ -197,18 +268,13 @@ impl LoaderObjective {
             &Knobs::DEFAULT,
             1,
             self.engine.as_deref(),
+            None,
         )
     }
 }
 
 impl Objective for LoaderObjective {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
-        Ok(time_loader(
-            &self.subset,
-            &self.base,
-            &KnobSpace::knobs(config),
-            self.spec.epochs,
-            self.engine.as_deref(),
-        )?)
+        Ok(self.time(&KnobSpace::knobs(config))?)
     }
 }

@@ -26,6 +26,13 @@ pub struct ProfileEntry {
     pub knobs: Knobs,
     /// Its trial cost when chosen, seconds.
     pub seconds: f64,
+    /// The cheapest configuration within the measured noise of the best
+    /// (when the search measured one): fewer threads for the same speed.
+    #[serde(default)]
+    pub cheapest: Option<Knobs>,
+    /// The search that chose it.
+    #[serde(default)]
+    pub strategy: Option<crate::StrategyRecord>,
 }
 
 /// A profile file: a versioned list of entries.
@@ -60,7 +67,11 @@ impl Profile {
                     ));
                 }
                 // Knobs read from a file are checked as a user's would be.
-                if let Some(e) = p.entries.iter().find(|e| !plausible(&e.knobs)) {
+                if let Some(e) = p
+                    .entries
+                    .iter()
+                    .find(|e| !plausible(&e.knobs) || e.cheapest.is_some_and(|c| !plausible(&c)))
+                {
                     return Err(TuneError::file(
                         path,
                         format!(
@@ -112,6 +123,33 @@ impl Profile {
                 && e.key.machine.matches(&entry.key.machine))
         });
         self.entries.push(entry);
+    }
+
+    /// Records knobs that tuning while training settled on (the online
+    /// search), replacing the entry with the same key.
+    pub fn insert_settled(
+        &mut self,
+        dataset: &str,
+        batch_size: usize,
+        machine: &Machine,
+        knobs: Knobs,
+    ) {
+        self.insert(ProfileEntry {
+            key: ProfileKey {
+                dataset: dataset.to_owned(),
+                batch_size,
+                machine: machine.clone(),
+            },
+            knobs,
+            seconds: 0.0,
+            cheapest: None,
+            strategy: Some(crate::StrategyRecord {
+                search: "online".into(),
+                avl: "plain".into(),
+                threshold_source: "fixed".into(),
+                ..Default::default()
+            }),
+        });
     }
 
     /// A loader configuration from a saved entry: `base` with the tuned

@@ -32,16 +32,53 @@ pub struct SearchCost {
 pub struct Searches {
     /// The AVL search (absent when the pick came from a profile).
     pub avl: Option<SearchCost>,
+    /// The paper's plain AVL search (with `--strategy both`).
+    #[serde(default)]
+    pub avl_plain: Option<SearchCost>,
     /// The grid search, when run.
     pub grid: Option<SearchCost>,
     /// Grid wall time over AVL wall time.
     pub grid_over_avl: Option<f64>,
 }
 
+/// Which search ran, with its parameters: every report and profile says it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StrategyRecord {
+    /// `avl`, `grid` or `both` (AVL refined, the paper's plain AVL and the
+    /// grid, side by side).
+    pub search: String,
+    /// The AVL descent as published (`plain`) or with refinement
+    /// (`refined`: sorted-order neighbours tried after the descent).
+    pub avl: String,
+    /// Candidates closer than this (relative) are re-measured; 0 = off.
+    pub noise_threshold: f64,
+    /// Where the threshold came from: `measured` (the trial-to-trial spread
+    /// on this machine and pipeline) or `fixed`.
+    pub threshold_source: String,
+    /// Most measurements of one candidate under the noise policy.
+    pub noise_max_repeats: usize,
+    /// Milliseconds the consumer spent per batch in every trial (a
+    /// stand-in for a training step), 0 for none.
+    pub step_ms: f64,
+}
+
+/// The trial-to-trial noise measured before a search.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// The configuration measured repeatedly.
+    pub config: Knobs,
+    /// Its trial times, seconds, in order.
+    pub seconds: Vec<f64>,
+    /// Their median.
+    pub median: f64,
+    /// (slowest − fastest) / median: differences below this are noise.
+    pub relative_spread: f64,
+}
+
 /// One trial in the report's trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceEntry {
-    /// `avl` or `grid`.
+    /// `avl`, `avl-plain`, `grid` or `noise` (the noise measurement).
     pub strategy: String,
     /// The knobs.
     pub config: Knobs,
@@ -93,6 +130,23 @@ pub struct RunReport {
     /// infinite, written as null).
     #[serde(default)]
     pub failures: Vec<String>,
+    /// The trial length used for this batch size (sized by time).
+    #[serde(default)]
+    pub trial: Option<TrialSpec>,
+    /// The noise measured before searching.
+    #[serde(default)]
+    pub noise: Option<Noise>,
+    /// The cheapest configuration (fewest workers, then fewest batches in
+    /// memory) whose trial time is within the measured noise of the best
+    /// trial: what to run when the loader only has to keep up.
+    #[serde(default)]
+    pub cheapest: Option<ConfigTime>,
+    /// The paper's plain AVL search's pick (with `--strategy both`).
+    #[serde(default)]
+    pub plain: Option<ConfigTime>,
+    /// Its rank in the grid.
+    #[serde(default)]
+    pub plain_rank: Option<usize>,
 }
 
 /// A whole tuning report.
@@ -112,6 +166,9 @@ pub struct Report {
     pub final_samples: usize,
     /// Knobs fixed for lack of hardware, and other remarks.
     pub notes: Vec<String>,
+    /// What search ran, with which parameters.
+    #[serde(default)]
+    pub strategy: StrategyRecord,
     /// Per batch size.
     pub runs: Vec<RunReport>,
 }
@@ -148,12 +205,40 @@ impl Report {
         for n in &self.notes {
             s += &format!("note: {n}\n");
         }
+        let st = &self.strategy;
+        s += &format!(
+            "search: {} (AVL {}; noise policy {}; consumer step {} ms)\n",
+            st.search,
+            st.avl,
+            if st.noise_threshold > 0.0 {
+                format!(
+                    "re-measures within {:.1}% ({}), up to {} times",
+                    st.noise_threshold * 100.0,
+                    st.threshold_source,
+                    st.noise_max_repeats
+                )
+            } else {
+                "off".into()
+            },
+            st.step_ms
+        );
         s += &format!(
             "final comparison: 2 epochs of {} samples, median of {} runs\n",
             self.final_samples, self.final_repeats
         );
         for r in &self.runs {
             s += &format!("\nbatch size {}\n", r.batch_size);
+            if let (Some(t), Some(n)) = (&r.trial, &r.noise) {
+                s += &format!(
+                    "  trials: {} samples x {} epochs, {:.3} s median; noise {:.1}% ((max-min)/median of {} trials of {})\n",
+                    t.samples,
+                    t.epochs,
+                    n.median,
+                    n.relative_spread * 100.0,
+                    n.seconds.len(),
+                    n.config
+                );
+            }
             s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
             let row = |name: &str, c: &ConfigTime| {
                 format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
@@ -163,7 +248,13 @@ impl Report {
             if let Some(o) = &r.optimal {
                 s += &row("optimal", o);
             }
+            if let Some(p) = &r.plain {
+                s += &row("avl plain", p);
+            }
             s += &row(&format!("adapt ({})", r.adapt_source), &r.adapt);
+            if let Some(c) = &r.cheapest {
+                s += &row("cheapest", c);
+            }
             s += &format!(
                 "  speed-up: {:.2}x vs default, {:.2}x vs recommended",
                 r.speedup_vs_default, r.speedup_vs_recommended
@@ -175,12 +266,21 @@ impl Report {
                     (ratio - 1.0) * 100.0
                 );
             }
+            if let (Some(rank), Some(p), Some(o)) = (r.plain_rank, &r.plain, &r.optimal) {
+                s += &format!(
+                    "; plain AVL: rank {rank}, {:.1}% from the optimum",
+                    (p.seconds / o.seconds - 1.0) * 100.0
+                );
+            }
             s += "\n";
             for f in &r.failures {
                 s += &format!("  failed: {f}\n");
             }
             if let Some(a) = &r.search.avl {
                 s += &format!("  search: AVL {} trials in {:.2} s", a.trials, a.seconds);
+                if let Some(p) = &r.search.avl_plain {
+                    s += &format!("; plain AVL {} trials in {:.2} s", p.trials, p.seconds);
+                }
                 if let Some(g) = &r.search.grid {
                     s += &format!(
                         "; grid {} trials in {:.2} s ({:.1}x the AVL time)",

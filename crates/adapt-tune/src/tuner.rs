@@ -1,7 +1,7 @@
 //! The tuning run: per batch size, search, compare, report.
 
 use crate::monitor::time_loader;
-use crate::report::{Searches, TraceEntry};
+use crate::report::{Noise, Searches, StrategyRecord, TraceEntry};
 use crate::space::Budgeted;
 use crate::{
     Budget, CommandObjective, ConfigTime, KnobSpace, Knobs, LoaderObjective, Machine, Profile,
@@ -80,6 +80,20 @@ pub struct TuneOptions {
     /// `--command` tuning: longest a trial may run before its process
     /// group is killed and the trial fails.
     pub trial_timeout: std::time::Duration,
+    /// Lengthen trials (more samples, then more epochs) until one lasts at
+    /// least this many seconds; `None` keeps `trial` as given.
+    pub trial_seconds: Option<f64>,
+    /// Trials of one configuration measured before the search to find the
+    /// trial-to-trial noise (at least 2 to measure it; 0 or 1: not
+    /// measured, the noise policy keeps its fixed threshold).
+    pub noise_repeats: usize,
+    /// The consumer's time per batch in every trial (a training step's
+    /// stand-in): the loader only has to keep ahead of it.
+    pub step: Option<std::time::Duration>,
+    /// `--command` tuning: the cost is the number this regular expression's
+    /// first group (or whole match) finds in the program's output, its
+    /// last match; `None`: the process's wall time.
+    pub metric: Option<String>,
 }
 
 impl Default for TuneOptions {
@@ -106,6 +120,10 @@ impl Default for TuneOptions {
             output: OutputFormat::F32Nchw,
             exact_decode: false,
             trial_timeout: crate::command::DEFAULT_TRIAL_TIMEOUT,
+            trial_seconds: Some(1.0),
+            noise_repeats: 5,
+            step: None,
+            metric: None,
         }
     }
 }
@@ -124,7 +142,94 @@ fn check_options(options: &TuneOptions) -> Result<(), TuneError> {
             "the final comparison needs at least one repeat".into(),
         ));
     }
+    if let Some(t) = options.trial_seconds
+        && !(t.is_finite() && t > 0.0)
+    {
+        return Err(TuneError::InvalidOption(format!(
+            "trial length {t} s must be a positive number of seconds"
+        )));
+    }
     Ok(())
+}
+
+/// What the report and profile say about the search that ran.
+fn strategy_record(options: &TuneOptions) -> StrategyRecord {
+    StrategyRecord {
+        search: match options.strategy {
+            Strategy::Avl => "avl",
+            Strategy::Grid => "grid",
+            Strategy::Both => "both",
+        }
+        .into(),
+        avl: if options.avl.refine {
+            "refined"
+        } else {
+            "plain"
+        }
+        .into(),
+        noise_threshold: options.avl.noise.threshold,
+        threshold_source: if options.noise_repeats >= 2 && options.avl.noise.threshold > 0.0 {
+            "measured"
+        } else {
+            "fixed"
+        }
+        .into(),
+        noise_max_repeats: options.avl.noise.max_repeats,
+        step_ms: options.step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
+    }
+}
+
+/// Measures `knobs` `repeats` times in a row: the spread of identical
+/// trials is the noise any comparison must beat.
+fn measure_noise(
+    measure: &mut dyn FnMut(&Knobs) -> Result<f64, TuneError>,
+    knobs: Knobs,
+    repeats: usize,
+    progress: Progress<'_>,
+    label: &str,
+) -> Result<Option<Noise>, TuneError> {
+    if repeats < 2 {
+        return Ok(None);
+    }
+    let mut seconds = Vec::with_capacity(repeats);
+    for i in 0..repeats {
+        progress(&format!(
+            "{label}: measuring the noise, trial {}/{repeats}",
+            i + 1
+        ));
+        match measure(&knobs) {
+            Ok(s) => seconds.push(s),
+            // The probe configuration may not run at all (a command that
+            // fails with workers): the noise stays unmeasured and the
+            // policy keeps its fixed threshold; the search reports failures.
+            Err(e) => {
+                progress(&format!("{label}: noise not measured: {e}"));
+                return Ok(None);
+            }
+        }
+    }
+    let mut sorted = seconds.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let spread = (sorted[sorted.len() - 1] - sorted[0]) / median.max(1e-12);
+    Ok(Some(Noise {
+        config: knobs,
+        seconds,
+        median,
+        relative_spread: spread,
+    }))
+}
+
+/// The noise policy's threshold from a measured spread (at least 1%: two
+/// trials never tell apart less; at most 50%).
+fn measured_avl(options: &TuneOptions, noise: Option<&Noise>) -> AvlOptions {
+    let mut avl = options.avl;
+    if let Some(n) = noise
+        && avl.noise.threshold > 0.0
+    {
+        avl.noise.threshold = n.relative_spread.clamp(0.01, 0.5);
+    }
+    avl
 }
 
 /// Tunes the loader on a dataset and returns the report.
@@ -208,15 +313,36 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             _ => None,
         };
         progress(&format!("batch {batch_size}: warming up"));
-        let objective = LoaderObjective::new(Arc::clone(&dataset), base.clone(), options.trial)?
-            .with_engine(engine.clone());
+        let mut objective =
+            LoaderObjective::new(Arc::clone(&dataset), base.clone(), options.trial)?
+                .with_engine(engine.clone())
+                .with_step(options.step);
         objective.warm_up()?;
+        // The noise is measured on the configuration most runs would start
+        // from (the recommended one), with trials sized by time first.
+        let probe = Knobs::recommended(&machine);
+        let mut noise = None;
+        if saved.is_none() {
+            if let Some(t) = options.trial_seconds {
+                progress(&format!("batch {batch_size}: sizing trials to {t} s"));
+                objective.size_by_time(&probe, t)?;
+            }
+            noise = measure_noise(
+                &mut |k| objective.time(k),
+                probe,
+                options.noise_repeats,
+                progress,
+                &format!("batch {batch_size}"),
+            )?;
+        }
+        let trial = objective.spec();
         let mut objective = Budgeted {
             inner: objective,
             budget,
         };
+        let step = options.step;
         let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
-            time_loader(&final_set, &base, k, 2, engine.as_deref())
+            time_loader(&final_set, &base, k, 2, engine.as_deref(), step)
         };
         let run = tune_one(
             &space,
@@ -227,6 +353,8 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             &mut final_time,
             &machine,
             progress,
+            noise,
+            Some(trial),
         )?;
         if let Some(p) = &mut profile {
             p.insert(ProfileEntry {
@@ -237,6 +365,8 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
                 },
                 knobs: run.adapt.config,
                 seconds: run.adapt.seconds,
+                cheapest: run.cheapest.as_ref().map(|c| c.config),
+                strategy: Some(strategy_record(options)),
             });
         }
         runs.push(run);
@@ -260,6 +390,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         final_repeats: options.final_repeats,
         final_samples,
         notes,
+        strategy: strategy_record(options),
         runs,
     })
 }
@@ -296,16 +427,30 @@ pub fn tune_command(
         bytes: u64::MAX,
         batch_bytes: 0,
     };
+    let command = |t: &str| -> Result<CommandObjective, TuneError> {
+        let c = CommandObjective::new(t).with_timeout(options.trial_timeout);
+        match &options.metric {
+            Some(m) => c.with_metric(m),
+            None => Ok(c),
+        }
+    };
     let mut objective = Budgeted {
-        inner: CommandObjective::new(template).with_timeout(options.trial_timeout),
+        inner: command(template)?,
         budget,
     };
-    let mut finals = CommandObjective::new(template).with_timeout(options.trial_timeout);
+    let mut finals = command(template)?;
     let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
         finals
             .measure(&space.config(k))
             .map_err(|e| TuneError::NothingMeasured(e.to_string()))
     };
+    let noise = measure_noise(
+        &mut |k| final_time(k),
+        Knobs::recommended(&machine),
+        options.noise_repeats,
+        progress,
+        "command",
+    )?;
     let run = tune_one(
         &space,
         &mut objective,
@@ -315,6 +460,8 @@ pub fn tune_command(
         &mut final_time,
         &machine,
         progress,
+        noise,
+        None,
     )?;
     Ok(Report {
         machine,
@@ -324,6 +471,7 @@ pub fn tune_command(
         final_repeats: options.final_repeats,
         final_samples: 0,
         notes: space.notes.clone(),
+        strategy: strategy_record(options),
         runs: vec![run],
     })
 }
@@ -387,7 +535,10 @@ fn tune_one<O: Objective>(
     final_time: &mut dyn FnMut(&Knobs) -> Result<f64, TuneError>,
     machine: &Machine,
     progress: Progress<'_>,
+    noise: Option<Noise>,
+    trial: Option<TrialSpec>,
 ) -> Result<RunReport, TuneError> {
+    let avl_options = measured_avl(options, noise.as_ref());
     let all = space.space().configurations();
     let infeasible: Vec<String> = all
         .iter()
@@ -411,7 +562,7 @@ fn tune_one<O: Objective>(
             count: 0,
             progress,
         };
-        let r = avl_search(space.space(), &mut rep, &options.avl);
+        let r = avl_search(space.space(), &mut rep, &avl_options);
         trace.extend(trace_entries("avl", &r.trace));
         avl_path = r.path.iter().map(|s| KnobSpace::knobs(&s.config)).collect();
         searches.avl = Some(SearchCost {
@@ -423,6 +574,23 @@ fn tune_one<O: Objective>(
             .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
         pick = Some(KnobSpace::knobs(&best));
         source = "avl";
+    }
+    // `both`: the paper's algorithm as published, beside the refined one.
+    let mut plain_pick = None;
+    if options.strategy == Strategy::Both && saved.is_none() {
+        let mut rep = Reporting {
+            inner: &mut *objective,
+            label: format!("batch {batch_size} plain avl"),
+            count: 0,
+            progress,
+        };
+        let r = avl_search(space.space(), &mut rep, &AvlOptions::plain());
+        trace.extend(trace_entries("avl-plain", &r.trace));
+        searches.avl_plain = Some(SearchCost {
+            trials: r.trials,
+            seconds: r.wall.as_secs_f64(),
+        });
+        plain_pick = r.best.as_ref().map(KnobSpace::knobs);
     }
     let mut grid_ranked = Vec::new();
     let mut optimal = None;
@@ -463,11 +631,24 @@ fn tune_one<O: Objective>(
     }
     let pick = pick.ok_or_else(|| TuneError::NothingMeasured("no search ran".into()))?;
     let recommended = Knobs::recommended(machine);
+    let cheapest = cheapest_within(
+        &trace,
+        avl_options
+            .noise
+            .threshold
+            .max(noise.as_ref().map_or(0.0, |n| n.relative_spread)),
+    );
     // The final comparison: every contender measured again, interleaved, medians.
     let mut contenders = vec![Knobs::DEFAULT, recommended, pick];
-    if let Some(o) = optimal {
-        contenders.push(o);
-    }
+    let slot = |contenders: &mut Vec<Knobs>, k: Option<Knobs>| {
+        k.map(|k| {
+            contenders.push(k);
+            contenders.len() - 1
+        })
+    };
+    let optimal_at = slot(&mut contenders, optimal);
+    let plain_at = slot(&mut contenders, plain_pick);
+    let cheapest_at = slot(&mut contenders, cheapest);
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); contenders.len()];
     let mut failures = Vec::new();
     for rep in 0..options.final_repeats {
@@ -497,7 +678,21 @@ fn tune_one<O: Objective>(
     };
     let adapt = ct(2);
     let rank = grid.as_ref().and_then(|g| g.rank_of(&space.config(&pick)));
-    let optimal_ct = optimal.map(|_| ct(3));
+    let optimal_ct = optimal_at.map(ct);
+    let plain_rank =
+        plain_pick.and_then(|p| grid.as_ref().and_then(|g| g.rank_of(&space.config(&p))));
+    if let Some(n) = &noise {
+        trace.splice(
+            0..0,
+            n.seconds.iter().map(|&s| TraceEntry {
+                strategy: "noise".into(),
+                config: n.config,
+                seconds: Some(s),
+                note: None,
+                repeat: 1,
+            }),
+        );
+    }
     Ok(RunReport {
         batch_size,
         default: ct(0),
@@ -516,7 +711,47 @@ fn tune_one<O: Objective>(
         avl_path,
         trace,
         failures,
+        trial,
+        noise,
+        cheapest: cheapest_at.map(ct),
+        plain: plain_at.map(ct),
+        plain_rank,
     })
+}
+
+/// The cheapest configuration among the search's measurements whose time
+/// (median over its repeats) is within `noise` (relative) of the best:
+/// fewest worker threads, then fewest batches in memory, then without
+/// pinned memory, then without persistent workers.
+fn cheapest_within(trace: &[TraceEntry], noise: f64) -> Option<Knobs> {
+    let mut by_config: Vec<(Knobs, Vec<f64>)> = Vec::new();
+    for t in trace {
+        let Some(s) = t.seconds else { continue };
+        match by_config.iter_mut().find(|(k, _)| *k == t.config) {
+            Some((_, v)) => v.push(s),
+            None => by_config.push((t.config, vec![s])),
+        }
+    }
+    let medians: Vec<(Knobs, f64)> = by_config
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (k, v[v.len() / 2])
+        })
+        .collect();
+    let best = medians.iter().map(|m| m.1).min_by(f64::total_cmp)?;
+    medians
+        .into_iter()
+        .filter(|(_, s)| *s <= best * (1.0 + noise))
+        .map(|(k, _)| k)
+        .min_by_key(|k| {
+            (
+                k.num_workers,
+                k.batches_in_memory(),
+                k.pin_memory,
+                k.persistent_workers,
+            )
+        })
 }
 
 fn failure_summary(trace: &[Trial]) -> String {
@@ -528,4 +763,53 @@ fn failure_summary(trace: &[Trial]) -> String {
             Outcome::Cost { .. } => None,
         })
         .unwrap_or_else(|| "no trial ran".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cheapest_within;
+    use crate::Knobs;
+    use crate::report::TraceEntry;
+
+    fn entry(w: usize, p: usize, s: f64) -> TraceEntry {
+        TraceEntry {
+            strategy: "avl".into(),
+            config: Knobs {
+                num_workers: w,
+                prefetch_factor: p,
+                pin_memory: false,
+                persistent_workers: w > 0,
+            },
+            seconds: Some(s),
+            note: None,
+            repeat: 1,
+        }
+    }
+
+    #[test]
+    fn the_cheapest_within_the_noise_wins() {
+        let trace = [
+            entry(4, 8, 1.00),
+            entry(2, 2, 1.03),
+            entry(1, 2, 1.30),
+            entry(2, 8, 1.02),
+        ];
+        // Within 5%: 4/8, 2/2, 2/8 → two workers, fewer batches in memory.
+        let c = cheapest_within(&trace, 0.05).unwrap_or(Knobs::DEFAULT);
+        assert_eq!((c.num_workers, c.prefetch_factor), (2, 2));
+        // Within 1%: only the fastest.
+        let c = cheapest_within(&trace, 0.01).unwrap_or(Knobs::DEFAULT);
+        assert_eq!(c.num_workers, 4);
+        // Repeats count by their median; failed trials not at all.
+        let mut t = trace.to_vec();
+        t.push(entry(1, 2, 0.99));
+        t.push(entry(1, 2, 2.0));
+        t.push(TraceEntry {
+            seconds: None,
+            ..entry(0, 2, 0.0)
+        });
+        let c = cheapest_within(&t, 0.05).unwrap_or(Knobs::DEFAULT);
+        assert_eq!(c.num_workers, 2);
+        assert!(cheapest_within(&[], 0.05).is_none());
+    }
 }

@@ -39,6 +39,9 @@ fn options(dir: &Path, strategy: Strategy) -> TuneOptions {
         },
         final_repeats: 1,
         final_samples: Some(256),
+        // Short fixed trials: these tests check behaviour, not timings.
+        trial_seconds: None,
+        noise_repeats: 0,
         ..TuneOptions::default()
     }
 }
@@ -348,4 +351,183 @@ fn command_trials_are_bounded_in_time_and_output() {
     let err = loud.measure(&config).unwrap_err().to_string();
     assert!(err.contains("last words"), "{err}");
     assert!(err.len() < 100_000, "output kept: {} bytes", err.len());
+}
+
+#[test]
+fn command_tuning_can_time_what_the_program_prints() {
+    // The wall time is the same for every configuration; the printed
+    // metric is best at two workers.
+    let template =
+        "sleep 0.02; n={num_workers}; echo \"adapt-seconds: $(( (n > 2 ? n - 2 : 2 - n) + 1 ))\"";
+    let opts = TuneOptions {
+        final_repeats: 1,
+        noise_repeats: 2,
+        metric: Some("adapt-seconds: ([0-9.]+)".into()),
+        ..TuneOptions::default()
+    };
+    let report = tune_command(template, &opts, &quiet).unwrap();
+    let r = &report.runs[0];
+    assert_eq!(r.adapt.config.num_workers, 2);
+    assert_eq!(
+        r.adapt.seconds, 1.0,
+        "the printed number, not the wall time"
+    );
+    let n = r.noise.as_ref().unwrap();
+    assert_eq!(n.relative_spread, 0.0, "identical printed numbers");
+    // A program that prints no match is a failed trial that says so.
+    let err = tune_command(
+        "echo nothing {num_workers}",
+        &TuneOptions {
+            noise_repeats: 0,
+            ..opts.clone()
+        },
+        &quiet,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("printed no line matching"),
+        "{err}"
+    );
+    let err = tune_command(
+        template,
+        &TuneOptions {
+            metric: Some("(unclosed".into()),
+            ..opts
+        },
+        &quiet,
+    )
+    .unwrap_err();
+    assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
+}
+
+#[test]
+fn reports_say_what_ran_measure_the_noise_and_name_the_cheapest() {
+    let dir = tempfile::tempdir().unwrap();
+    small_cifar(dir.path());
+    let opts = TuneOptions {
+        strategy: Strategy::Both,
+        trial_seconds: Some(0.05),
+        noise_repeats: 3,
+        step: Some(std::time::Duration::from_millis(2)),
+        ..options(dir.path(), Strategy::Both)
+    };
+    let report = run(&opts, &quiet).unwrap();
+    let st = &report.strategy;
+    assert_eq!((st.search.as_str(), st.avl.as_str()), ("both", "refined"));
+    assert_eq!(st.threshold_source, "measured");
+    assert_eq!(st.step_ms, 2.0);
+    let r = &report.runs[0];
+    let n = r.noise.as_ref().unwrap();
+    assert_eq!(n.seconds.len(), 3);
+    assert!(
+        n.median >= 0.05 * 0.5,
+        "trials were lengthened toward 0.05 s: {n:?}"
+    );
+    assert!(r.trial.unwrap().samples >= 256);
+    assert_eq!(r.trace.iter().filter(|t| t.strategy == "noise").count(), 3);
+    // The plain algorithm ran beside the refined one and the grid.
+    assert!(r.search.avl_plain.is_some() && r.plain.is_some() && r.plain_rank.is_some());
+    assert!(r.trace.iter().any(|t| t.strategy == "avl-plain"));
+    // The cheapest within the noise never uses more threads than the pick.
+    let c = r.cheapest.as_ref().unwrap();
+    assert!(
+        c.config.num_workers
+            <= r.optimal
+                .as_ref()
+                .unwrap()
+                .config
+                .num_workers
+                .max(r.adapt.config.num_workers)
+    );
+    let text = report.table();
+    assert!(
+        text.contains("search: both (AVL refined") && text.contains("cheapest"),
+        "{text}"
+    );
+    assert!(text.contains("noise"), "{text}");
+}
+
+/// Samples that take a millisecond each to read (sleeping, not computing:
+/// more workers overlap them on any machine).
+struct Slow;
+impl adapt_dataset::Dataset for Slow {
+    fn len(&self) -> usize {
+        600
+    }
+    fn read<'a>(
+        &'a self,
+        i: usize,
+        buf: &mut adapt_dataset::Sample,
+    ) -> Result<adapt_dataset::Read<'a>, adapt_dataset::Error> {
+        adapt_dataset::check_index(i, 600)?;
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        *buf = adapt_dataset::Sample::hwc(vec![(i % 251) as u8; 12], 2, 2, 3, i as i64)?;
+        Ok(adapt_dataset::Read::Filled)
+    }
+    fn sample_shape(&self) -> Option<adapt_dataset::Shape> {
+        Some(adapt_dataset::Shape::new(2, 2, 3))
+    }
+}
+
+#[test]
+fn tuning_while_training_keeps_the_data_and_ends_the_stall() {
+    use adapt_loader::{Driver, Loader, LoaderConfig, OutputFormat};
+    use std::sync::Arc;
+    let config = LoaderConfig {
+        batch_size: 4,
+        shuffle: true,
+        seed: 7,
+        output: OutputFormat::U8Nhwc,
+        ..LoaderConfig::default()
+    };
+    let step = std::time::Duration::from_millis(3);
+    // PyTorch's defaults (no workers): the consumer waits for every batch.
+    let mut fixed = Driver::new(Loader::new(Arc::new(Slow), config.clone()).unwrap());
+    fixed.start(0).unwrap();
+    let (mut want, mut fixed_waits) = (Vec::new(), Vec::new());
+    loop {
+        let t = std::time::Instant::now();
+        let Some(b) = fixed.next(&mut || false) else {
+            break;
+        };
+        fixed_waits.push(t.elapsed().as_secs_f64());
+        want.push(b.unwrap().bytes().to_vec());
+        std::thread::sleep(step);
+    }
+    let machine = Machine::detect();
+    let mut auto = adapt_tune::AutotunedDriver::new(
+        Driver::new(Loader::new(Arc::new(Slow), config).unwrap()),
+        &machine,
+        None,
+        4,
+        2,
+    )
+    .unwrap();
+    auto.driver().start(0).unwrap();
+    let mut got = Vec::new();
+    while let Some(b) = auto.next(&mut || false) {
+        got.push(b.unwrap().bytes().to_vec());
+        std::thread::sleep(step);
+    }
+    assert_eq!(
+        got, want,
+        "the same batches, in the same order, through every switch"
+    );
+    let tried = auto.tuner().tried().len();
+    assert!(tried >= 3, "it searched: {:?}", auto.tuner().tried());
+    let settled = auto
+        .tuner()
+        .settled()
+        .expect("settled within the first epoch");
+    assert!(settled.num_workers >= 1, "{settled}");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let waits = auto.waits();
+    let late = mean(&waits[waits.len() * 3 / 4..]);
+    let stalled = mean(&fixed_waits);
+    println!(
+        "consumer wait per batch: defaults {:.2} ms, autotuned (last quarter) {:.2} ms, settled on {settled}",
+        stalled * 1e3,
+        late * 1e3
+    );
+    assert!(late < stalled * 0.5, "late {late} vs defaults {stalled}");
 }
