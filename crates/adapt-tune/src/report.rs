@@ -3,6 +3,10 @@
 use crate::{Knobs, Machine, TrialSpec};
 use serde::{Deserialize, Serialize};
 
+fn two() -> u64 {
+    2
+}
+
 fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
@@ -71,7 +75,8 @@ pub struct Noise {
     pub seconds: Vec<f64>,
     /// Their median.
     pub median: f64,
-    /// (slowest − fastest) / median: differences below this are noise.
+    /// (slowest − fastest) / median, the single slowest and fastest left
+    /// out from five trials on: differences below this are noise.
     pub relative_spread: f64,
 }
 
@@ -164,6 +169,10 @@ pub struct Report {
     pub final_repeats: usize,
     /// Samples per epoch of the final comparison, 2 epochs each.
     pub final_samples: usize,
+    /// Epochs of each final measurement (sized by time; the most over the
+    /// batch sizes).
+    #[serde(default = "two")]
+    pub final_epochs: u64,
     /// Knobs fixed for lack of hardware, and other remarks.
     pub notes: Vec<String>,
     /// What search ran, with which parameters.
@@ -210,11 +219,15 @@ impl Report {
             "search: {} (AVL {}; noise policy {}; consumer step {} ms)\n",
             st.search,
             st.avl,
-            if st.noise_threshold > 0.0 {
+            if st.noise_threshold > 0.0 && st.threshold_source == "measured" {
                 format!(
-                    "re-measures within {:.1}% ({}), up to {} times",
+                    "re-measures within the noise measured per batch size, up to {} times",
+                    st.noise_max_repeats
+                )
+            } else if st.noise_threshold > 0.0 {
+                format!(
+                    "re-measures within {:.1}% (fixed), up to {} times",
                     st.noise_threshold * 100.0,
-                    st.threshold_source,
                     st.noise_max_repeats
                 )
             } else {
@@ -223,14 +236,14 @@ impl Report {
             st.step_ms
         );
         s += &format!(
-            "final comparison: 2 epochs of {} samples, median of {} runs\n",
-            self.final_samples, self.final_repeats
+            "final comparison: {} epochs of {} samples, median of {} runs\n",
+            self.final_epochs, self.final_samples, self.final_repeats
         );
         for r in &self.runs {
             s += &format!("\nbatch size {}\n", r.batch_size);
             if let (Some(t), Some(n)) = (&r.trial, &r.noise) {
                 s += &format!(
-                    "  trials: {} samples x {} epochs, {:.3} s median; noise {:.1}% ((max-min)/median of {} trials of {})\n",
+                    "  trials: {} samples x {} epochs, {:.3} s median; noise {:.1}% (trimmed range / median of {} trials of {})\n",
                     t.samples,
                     t.epochs,
                     n.median,

@@ -211,7 +211,15 @@ fn measure_noise(
     let mut sorted = seconds.clone();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
-    let spread = (sorted[sorted.len() - 1] - sorted[0]) / median.max(1e-12);
+    // From five trials on, the fastest and slowest are left out: one trial
+    // disturbed by something else on the machine should not set the
+    // threshold for the whole search.
+    let (lo, hi) = if sorted.len() >= 5 {
+        (sorted[1], sorted[sorted.len() - 2])
+    } else {
+        (sorted[0], sorted[sorted.len() - 1])
+    };
+    let spread = (hi - lo) / median.max(1e-12);
     Ok(Some(Noise {
         config: knobs,
         seconds,
@@ -295,6 +303,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         notes.push("built without optimisations: timings do not represent a release build".into());
     }
     let mut runs = Vec::new();
+    let mut final_epochs_used = 2;
     for &batch_size in &options.batch_sizes {
         let base = built.loader_config(LoaderConfig {
             batch_size,
@@ -341,8 +350,19 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
             budget,
         };
         let step = options.step;
+        // The final comparison is sized by time too: two epochs of a fast
+        // pipeline last a fraction of a second, below the noise.
+        let final_epochs = match options.trial_seconds {
+            Some(t) => {
+                let once = time_loader(&final_set, &base, &probe, 2, engine.as_deref(), step)?;
+                let target = (2.0 * t).max(1.0);
+                ((2.0 * target / once.max(1e-6)).ceil() as u64).clamp(2, 200)
+            }
+            None => 2,
+        };
+        final_epochs_used = final_epochs_used.max(final_epochs);
         let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
-            time_loader(&final_set, &base, k, 2, engine.as_deref(), step)
+            time_loader(&final_set, &base, k, final_epochs, engine.as_deref(), step)
         };
         let run = tune_one(
             &space,
@@ -389,6 +409,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         budget_bytes,
         final_repeats: options.final_repeats,
         final_samples,
+        final_epochs: final_epochs_used,
         notes,
         strategy: strategy_record(options),
         runs,
@@ -470,6 +491,7 @@ pub fn tune_command(
         budget_bytes: budget.bytes,
         final_repeats: options.final_repeats,
         final_samples: 0,
+        final_epochs: 1,
         notes: space.notes.clone(),
         strategy: strategy_record(options),
         runs: vec![run],
