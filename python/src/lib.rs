@@ -22,6 +22,7 @@ use adapt_loader::{
     Batch, Distributed, Driver, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
 };
 use adapt_pipeline::{Pipeline, PipelineError};
+use adapt_tune::MaybeTuned;
 use numpy::ndarray::ArrayView4;
 use numpy::{PyArray1, PyArray4};
 use pyo3::create_exception;
@@ -181,7 +182,7 @@ impl BatchData {
 #[pyclass(module = "adapt._adapt")]
 struct RawLoader {
     /// `None` once closed.
-    driver: Mutex<Option<Drive>>,
+    driver: Mutex<Option<MaybeTuned>>,
     batches_per_epoch: usize,
     info: Py<PyDict>,
     /// With autotune: the profile to save the settled knobs to, and the
@@ -190,31 +191,8 @@ struct RawLoader {
     saved: bool,
 }
 
-/// A plain driver, or one that tunes itself while training.
-// One per loader: the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-enum Drive {
-    Plain(Driver),
-    Auto(adapt_tune::AutotunedDriver),
-}
-
-impl Drive {
-    fn driver(&mut self) -> &mut Driver {
-        match self {
-            Drive::Plain(d) => d,
-            Drive::Auto(a) => a.driver(),
-        }
-    }
-    fn next(&mut self, interrupt: &mut dyn FnMut() -> bool) -> Option<Result<Batch, LoaderError>> {
-        match self {
-            Drive::Plain(d) => d.next(interrupt),
-            Drive::Auto(a) => a.next(interrupt),
-        }
-    }
-}
-
 impl RawLoader {
-    fn drive(&mut self) -> PyResult<&mut Drive> {
+    fn drive(&mut self) -> PyResult<&mut MaybeTuned> {
         self.driver
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
@@ -354,9 +332,9 @@ impl RawLoader {
                     adapt_tune::AutotunedDriver::new(Driver::new(loader), &machine, start, 8, 2)
                 })
                 .map_err(loader_error)?;
-            Drive::Auto(auto)
+            MaybeTuned::Tuned(auto)
         } else {
-            Drive::Plain(Driver::new(loader))
+            MaybeTuned::Fixed(Driver::new(loader))
         };
         Ok(Self {
             driver: Mutex::new(Some(drive)),
@@ -379,9 +357,9 @@ impl RawLoader {
             (usize, usize),
         )>,
     > {
-        Ok(match self.drive()? {
-            Drive::Plain(_) => None,
-            Drive::Auto(a) => {
+        Ok(match self.drive()?.tuned() {
+            None => None,
+            Some(a) => {
                 let t = a.tuner();
                 let pair = |k: &adapt_tune::Knobs| (k.num_workers, k.prefetch_factor);
                 Some((
@@ -418,10 +396,7 @@ impl RawLoader {
     ) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
         let drive = self.drive()?;
         let (item, raised) = detached(py, |interrupt| drive.next(interrupt));
-        let settled = match &*drive {
-            Drive::Auto(a) => a.tuner().settled(),
-            Drive::Plain(_) => None,
-        };
+        let settled = drive.tuned().and_then(|a| a.tuner().settled());
         if let (Some(k), Some((path, identity, batch)), false) =
             (settled, &self.autotune_profile, self.saved)
         {

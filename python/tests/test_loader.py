@@ -231,9 +231,9 @@ def test_tune_returns_knobs_and_a_profile_builds_a_loader(cifar, tmp_path):
 def test_autotune_keeps_the_data_settles_and_saves_to_the_profile(cifar, tmp_path):
     profile = tmp_path / "online.json"
     fixed = [bytes(memoryview(np.ascontiguousarray(b[0]))) for b in
-             adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16, shuffle=True, seed=3,
+             adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=2, shuffle=True, seed=3,
                               transform=RECIPE, output="u8")]
-    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16, shuffle=True, seed=3,
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=2, shuffle=True, seed=3,
                               transform=RECIPE, output="u8", autotune=True, autotune_profile=profile)
     got = []
     for data, _ in loader:
@@ -242,7 +242,9 @@ def test_autotune_keeps_the_data_settles_and_saves_to_the_profile(cifar, tmp_pat
     assert got == fixed, "the same batches through every switch"
     status = loader.autotune_status()
     assert len(status["tried"]) >= 3, status
-    if status["settled"] is not None:
-        assert profile.exists()
-        assert json.loads(profile.read_text())["entries"][0]["strategy"]["search"] == "online"
-    assert adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16).autotune_status() is None
+    # 300 batches cover the whole descent up to 16 cores (worker tree of
+    # height 6, prefetch tree of 3: at most 18 candidates of 10 batches):
+    # it settles and saves.
+    assert status["settled"] is not None, status
+    assert json.loads(profile.read_text())["entries"][0]["strategy"]["search"] == "online"
+    assert adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=2).autotune_status() is None

@@ -2,7 +2,7 @@
 
 use crate::inspect::{DatasetArgs, hex};
 use adapt_loader::{Distributed, Driver, Launch, Loader, LoaderConfig, LoaderState};
-use adapt_tune::{AutotunedDriver, Machine, Profile};
+use adapt_tune::{AutotunedDriver, Machine, MaybeTuned, Profile};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -74,29 +74,6 @@ pub(crate) struct Args {
     /// and batch size, and save what the search settled on there.
     #[arg(long)]
     profile: Option<PathBuf>,
-}
-
-/// The loop's source of batches: a plain driver, or one that tunes itself.
-// One per loader: the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-enum Runner {
-    Plain(Driver),
-    Auto(AutotunedDriver),
-}
-
-impl Runner {
-    fn driver(&mut self) -> &mut Driver {
-        match self {
-            Runner::Plain(d) => d,
-            Runner::Auto(a) => a.driver(),
-        }
-    }
-    fn next(&mut self) -> Option<Result<adapt_loader::Batch, adapt_loader::LoaderError>> {
-        match self {
-            Runner::Plain(d) => d.next(&mut || false),
-            Runner::Auto(a) => a.next(&mut || false),
-        }
-    }
 }
 
 fn distributed(arg: Option<&str>) -> anyhow::Result<Option<Distributed>> {
@@ -186,7 +163,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         .map(|e| e.knobs);
     let driver = Driver::new(Loader::new(built.dataset(), config)?);
     let mut runner = if args.autotune {
-        Runner::Auto(AutotunedDriver::new(
+        MaybeTuned::Tuned(AutotunedDriver::new(
             driver,
             &machine,
             start_knobs,
@@ -194,7 +171,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             2,
         )?)
     } else {
-        Runner::Plain(driver)
+        MaybeTuned::Fixed(driver)
     };
     let mut saved = false;
     eprintln!(
@@ -210,7 +187,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             Some(state) if epoch == first => runner.driver().resume(state)?,
             _ => runner.driver().start(epoch)?,
         };
-        while let Some(batch) = runner.next() {
+        while let Some(batch) = runner.next(&mut || false) {
             let batch = batch.with_context(|| format!("epoch {epoch}"))?;
             if !args.no_digest {
                 // Native byte order: little-endian on every machine we run on,
@@ -240,19 +217,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             if let Some(ms) = args.step_ms {
                 std::thread::sleep(std::time::Duration::from_millis(ms));
             }
-            if let (Some(n), Some(path)) = (args.checkpoint_every, &checkpoint)
-                && batches.is_multiple_of(n)
-                && let Some(state) = runner.driver().state()
+            if args
+                .checkpoint_every
+                .is_some_and(|n| batches.is_multiple_of(n))
             {
-                let text = state.to_text();
-                adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
+                save_checkpoint(runner.driver(), checkpoint.as_deref())?;
             }
         }
-        if let (Some(_), Some(path)) = (args.checkpoint_every, &checkpoint)
-            && let Some(state) = runner.driver().state()
-        {
-            let text = state.to_text();
-            adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
+        // And at the epoch's end (a resume from it starts the next epoch).
+        if args.checkpoint_every.is_some() {
+            save_checkpoint(runner.driver(), checkpoint.as_deref())?;
         }
         let seconds = start.elapsed().as_secs_f64();
         let knobs = runner.driver().loader().config().clone();
@@ -266,7 +240,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             "num_workers": knobs.num_workers,
             "prefetch_factor": knobs.prefetch_factor,
         });
-        if let Runner::Auto(a) = &runner {
+        if let Some(a) = runner.tuned() {
             let waits = a.waits();
             let tail = &waits[waits.len() - waits.len().min(batches)..];
             line["mean_wait_ms"] =
@@ -286,6 +260,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             }
         }
         println!("{line}");
+    }
+    Ok(())
+}
+
+/// Writes the driver's checkpoint (when an epoch runs) to `path` atomically.
+fn save_checkpoint(driver: &Driver, path: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let (Some(path), Some(state)) = (path, driver.state()) {
+        let text = state.to_text();
+        adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
     }
     Ok(())
 }

@@ -210,19 +210,6 @@ impl Inner {
         std::io::Error::other(format!("{}: {e}", self.remote.url_of(name)))
     }
 
-    /// The cached file of `name`, if complete (and marks it used).
-    fn ready(&self, name: &str) -> Option<Arc<File>> {
-        let mut st = self.lock();
-        st.tick += 1;
-        let tick = st.tick;
-        let e = st.entries.get_mut(name)?;
-        e.last = tick;
-        match &e.slot {
-            Slot::Ready(f) => Some(Arc::clone(f)),
-            _ => None,
-        }
-    }
-
     /// A stream is reading `name`: fetch it and the next shards of the plan.
     fn advance(self: &Arc<Self>, name: &str) {
         let ahead: Vec<String> = {
@@ -265,11 +252,17 @@ impl Inner {
         }
     }
 
-    /// The bytes at `offset` from a fetch in progress: waits for their
-    /// chunk when the shard is being streamed (it is on its way), else
-    /// `None` (the caller asks for them itself).
-    fn read_partial(&self, name: &str, buf: &mut [u8], offset: u64) -> Option<std::io::Result<()>> {
+    /// The bytes at `offset` from the cache: a cached shard (marked used),
+    /// or a fetch in progress — waiting for the chunk when the shard is
+    /// being streamed (it is on its way); `None` when the caller must ask
+    /// the store itself.
+    fn read_local(&self, name: &str, buf: &mut [u8], offset: u64) -> Option<std::io::Result<()>> {
         let mut st = self.lock();
+        st.tick += 1;
+        let tick = st.tick;
+        if let Some(e) = st.entries.get_mut(name) {
+            e.last = tick;
+        }
         let deadline = std::time::Instant::now() + self.wait;
         loop {
             let partial = match st.entries.get(name).map(|e| &e.slot) {
@@ -477,10 +470,7 @@ impl ShardFile for RemoteShard {
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         self.inner.advance(&self.name);
-        if let Some(f) = self.inner.ready(&self.name) {
-            return FileExt::read_exact_at(&*f, buf, offset);
-        }
-        if let Some(r) = self.inner.read_partial(&self.name, buf, offset) {
+        if let Some(r) = self.inner.read_local(&self.name, buf, offset) {
             return r;
         }
         let end = offset + buf.len() as u64;

@@ -88,18 +88,14 @@ pub fn publish(
     // Refuse early, before packing, when the destination holds a pack
     // that would not be replaced.
     let remote = Remote::connect(url, options)?;
-    if !pack.overwrite && remote.get_optional(MANIFEST)?.is_some() {
-        let digest = adapt_pack::source_digest(ds)?;
-        let there = remote_manifest(&remote)?;
-        let same_source = there
-            .as_ref()
-            .is_some_and(|t| t.source_digest == Some(format!("{digest:016x}")));
-        if !same_source {
-            return Err(RemoteError::Exists {
-                url: url.to_owned(),
-                message: "holds another pack, or one made from other source content".into(),
-            });
-        }
+    if !pack.overwrite
+        && let Some(there) = remote_manifest(&remote)?
+        && there.source_digest != Some(format!("{:016x}", adapt_pack::source_digest(ds)?))
+    {
+        return Err(RemoteError::Exists {
+            url: url.to_owned(),
+            message: "holds another pack, or one made from other source content".into(),
+        });
     }
     let staged = adapt_pack::PackOptions {
         // The staging folder is this function's own.

@@ -29,7 +29,7 @@ pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT};
 pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, Subset, TrialSpec};
-pub use online::{AutotunedDriver, OnlineTuner};
+pub use online::{AutotunedDriver, MaybeTuned, OnlineTuner};
 pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay};

@@ -339,6 +339,46 @@ impl AutotunedDriver {
     }
 }
 
+/// A loader's driver, fixed or tuning itself: what the command line and
+/// the Python module hold.
+// One per loader: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum MaybeTuned {
+    /// Fixed knobs.
+    Fixed(Driver),
+    /// Tuning while training.
+    Tuned(AutotunedDriver),
+}
+
+impl MaybeTuned {
+    /// The driver (start epochs, checkpoints).
+    pub fn driver(&mut self) -> &mut Driver {
+        match self {
+            MaybeTuned::Fixed(d) => d,
+            MaybeTuned::Tuned(a) => a.driver(),
+        }
+    }
+
+    /// The next batch (see [`AutotunedDriver::next`]).
+    pub fn next(
+        &mut self,
+        interrupt: &mut dyn FnMut() -> bool,
+    ) -> Option<Result<Batch, LoaderError>> {
+        match self {
+            MaybeTuned::Fixed(d) => d.next(interrupt),
+            MaybeTuned::Tuned(a) => a.next(interrupt),
+        }
+    }
+
+    /// The self-tuning driver, if this is one.
+    pub fn tuned(&self) -> Option<&AutotunedDriver> {
+        match self {
+            MaybeTuned::Fixed(_) => None,
+            MaybeTuned::Tuned(a) => Some(a),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -248,6 +248,16 @@ struct Flaky<'a> {
     fail_after: usize,
     reads: AtomicUsize,
 }
+impl<'a> Flaky<'a> {
+    fn new(inner: &'a dyn Dataset, fail_at: Option<usize>, fail_after: usize) -> Self {
+        Self {
+            inner,
+            fail_at,
+            fail_after,
+            reads: AtomicUsize::new(0),
+        }
+    }
+}
 impl Dataset for Flaky<'_> {
     fn len(&self) -> usize {
         self.inner.len()
@@ -272,12 +282,7 @@ fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
     let o = opts(10, Store::Raw);
     // The origin packed first in shard 2 (pack indices 20..30).
     let order = adapt_dataset::permutation(30, o.seed, 0);
-    let flaky = Flaky {
-        inner: &c,
-        fail_at: Some(order[25]),
-        fail_after: 30,
-        reads: AtomicUsize::new(0),
-    };
+    let flaky = Flaky::new(&c, Some(order[25]), 30);
     let err = write_pack(&flaky, &source("cifar10"), &dir, &o, &none).unwrap_err();
     assert!(matches!(err, PackError::Source { .. }), "{err}");
     assert!(
@@ -294,12 +299,7 @@ fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
     std::fs::write(dir.join(&killed), b"").unwrap();
     std::fs::write(dir.join("shard-00002.partial"), b"my notes").unwrap();
 
-    let good = Flaky {
-        inner: &c,
-        fail_at: None,
-        fail_after: 0,
-        reads: AtomicUsize::new(0),
-    };
+    let good = Flaky::new(&c, None, 0);
     write_pack(&good, &source("cifar10"), &dir, &o, &none).unwrap();
     // The source digest reads all 30; then shards 0 and 1 were kept
     // (verified): only shard 2 (+1 size probe) was read again.
@@ -496,12 +496,7 @@ fn overwrite_keeps_the_old_pack_until_the_new_one_is_complete() {
         ..o.clone()
     };
     let order = adapt_dataset::permutation(30, other.seed, 0);
-    let flaky = Flaky {
-        inner: &c,
-        fail_at: Some(order[25]),
-        fail_after: 0,
-        reads: AtomicUsize::new(0),
-    };
+    let flaky = Flaky::new(&c, Some(order[25]), 0);
     // The digest pass reads every sample first: the failure shows there.
     let err = write_pack(&flaky, &source("cifar10"), &dir, &other, &none).unwrap_err();
     assert!(matches!(err, PackError::Source { .. }), "{err}");
