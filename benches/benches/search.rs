@@ -53,6 +53,7 @@ fn search(c: &mut Criterion) {
         noise: NoisePolicy {
             threshold: 0.05,
             max_repeats: 5,
+            candidates: 3,
         },
     };
     g.bench_function("avl_refined_noise", |b| {

@@ -3,14 +3,26 @@ use crate::{Config, Objective, Space, Tree, Trial, Value};
 use serde::Serialize;
 use std::time::Duration;
 
-/// Re-measuring close calls.
+/// The race that ends a noise-aware search: near-ties re-measured, medians
+/// decide.
+///
+/// The descent and the refinement compare single measurements; re-measuring
+/// every close call along the way costs as many trials as the descent
+/// itself once the noise is a few percent (most calls are close on a flat
+/// landscape). Instead, after the search, the configurations measured within
+/// `threshold` of the cheapest are re-measured, round by round, those that
+/// fall clearly behind dropped, until each left has `max_repeats`
+/// measurements; the lowest median wins.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NoisePolicy {
-    /// Relative cost difference under which two candidates are re-measured;
-    /// 0 turns the policy off (the paper's plain comparisons).
+    /// Relative cost difference under which two measured configurations are
+    /// near-ties; 0 turns the policy off (the paper's plain comparisons).
     pub threshold: f64,
-    /// Measurements per configuration at most (the first included).
+    /// Measurements per raced configuration at most (the first included).
     pub max_repeats: usize,
+    /// Near-ties raced at most, cheapest first (the search's own pick is
+    /// always among them).
+    pub candidates: usize,
 }
 
 impl NoisePolicy {
@@ -18,7 +30,12 @@ impl NoisePolicy {
     pub const OFF: NoisePolicy = NoisePolicy {
         threshold: 0.0,
         max_repeats: 1,
+        candidates: 0,
     };
+
+    fn active(&self) -> bool {
+        self.threshold > 0.0 && self.max_repeats >= 2 && self.candidates >= 1
+    }
 }
 
 /// How the AVL search runs.
@@ -27,7 +44,7 @@ pub struct AvlOptions {
     /// After the descent, step to sorted-order neighbours per parameter
     /// while the cost improves (not in the paper).
     pub refine: bool,
-    /// Re-measure close calls (not in the paper).
+    /// Race the near-ties at the end (not in the paper).
     pub noise: NoisePolicy,
 }
 
@@ -67,7 +84,7 @@ pub struct AvlResult {
     pub cost: f64,
     /// Objective runs, repeats included.
     pub trials: usize,
-    /// Objective runs made by the refinement.
+    /// Objective runs made after the descent (refinement and race).
     pub refinement_trials: usize,
     /// Distinct configurations measured.
     pub distinct: usize,
@@ -95,6 +112,9 @@ pub fn avl_search<O: Objective + ?Sized>(
     let descent_runs = s.runner.runs();
     if options.refine {
         best = s.refine(best);
+    }
+    if options.noise.active() {
+        best = s.race(best);
     }
     let (best, cost) = s.runner.cost(&best);
     let runs = s.runner.runs();
@@ -124,8 +144,54 @@ struct Search<'a, O: Objective + ?Sized> {
 
 impl<O: Objective + ?Sized> Search<'_, O> {
     fn better(&mut self, a: &Config, b: &Config) -> bool {
+        self.runner.better(a, b)
+    }
+
+    /// The noise policy's race among the near-ties of the cheapest measured
+    /// configuration; `best` (the search's pick) always runs in it.
+    fn race(&mut self, best: Config) -> Config {
         let n = self.options.noise;
-        self.runner.better(a, b, n.threshold, n.max_repeats.max(1))
+        let (best, _) = self.runner.cost(&best);
+        let measured = self.runner.measured();
+        let Some(&(_, floor)) = measured.first() else {
+            return best;
+        };
+        let mut field: Vec<Config> = measured
+            .into_iter()
+            .filter(|(_, c)| *c <= floor * (1.0 + n.threshold))
+            .map(|(c, _)| c)
+            .take(n.candidates)
+            .collect();
+        if !field.contains(&best) {
+            if field.len() == n.candidates {
+                field.pop();
+            }
+            field.push(best.clone());
+        }
+        if field.len() < 2 {
+            return best;
+        }
+        // Round by round, so that a slow drift of the machine touches every
+        // candidate alike.
+        for _ in 1..n.max_repeats {
+            for c in &field {
+                if self.runner.repeats(c) < n.max_repeats {
+                    self.runner.remeasure(c);
+                }
+            }
+            let lead = field
+                .iter()
+                .map(|c| self.runner.cost(c).1)
+                .fold(f64::INFINITY, f64::min);
+            field.retain(|c| self.runner.cost(c).1 <= lead * (1.0 + n.threshold));
+        }
+        let mut winner = best;
+        for c in field {
+            if self.better(&c, &winner) {
+                winner = c;
+            }
+        }
+        winner
     }
 
     /// Searches the tree at priority `level` (0 = outermost) with the

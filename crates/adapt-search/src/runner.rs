@@ -153,14 +153,14 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
             .is_ok()
     }
 
-    fn repeats(&self, c: &Config) -> usize {
+    pub(crate) fn repeats(&self, c: &Config) -> usize {
         match self.memo.get(c) {
             Some(Record::Costs(v)) => v.len(),
             _ => usize::MAX,
         }
     }
 
-    fn remeasure(&mut self, c: &Config) {
+    pub(crate) fn remeasure(&mut self, c: &Config) {
         let n = self.repeats(c);
         if n == usize::MAX {
             return;
@@ -173,35 +173,34 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         }
     }
 
-    /// Whether `a` is strictly better than `b`. With a noise threshold, a
-    /// close call (relative difference below it) is re-measured, both sides,
-    /// until it is no longer close or both have `max_repeats` measurements;
-    /// then medians decide.
-    pub(crate) fn better(
-        &mut self,
-        a: &Config,
-        b: &Config,
-        threshold: f64,
-        max_repeats: usize,
-    ) -> bool {
-        loop {
-            let (a, ca) = self.cost(a);
-            let (b, cb) = self.cost(b);
-            if a == b {
-                return false;
-            }
-            let close =
-                ca.is_finite() && cb.is_finite() && (ca - cb).abs() < threshold * ca.min(cb).abs();
-            let more = self.repeats(&a) < max_repeats || self.repeats(&b) < max_repeats;
-            if !(threshold > 0.0 && close && more) {
-                return ca < cb;
-            }
-            if self.repeats(&a) < max_repeats {
-                self.remeasure(&a);
-            }
-            if self.repeats(&b) < max_repeats {
-                self.remeasure(&b);
+    /// Whether `a` is strictly better than `b` by their current medians
+    /// (ties are not better).
+    pub(crate) fn better(&mut self, a: &Config, b: &Config) -> bool {
+        let (a, ca) = self.cost(a);
+        let (b, cb) = self.cost(b);
+        a != b && ca < cb
+    }
+
+    /// Every configuration measured so far with a finite cost (its median),
+    /// cheapest first; ties in the order they were first measured.
+    pub(crate) fn measured(&self) -> Vec<(Config, f64)> {
+        let mut seen: Vec<&Config> = Vec::new();
+        for t in &self.trace {
+            if !seen.contains(&&t.config) {
+                seen.push(&t.config);
             }
         }
+        let mut out: Vec<(Config, f64)> = seen
+            .into_iter()
+            .filter_map(|c| match self.memo.get(c) {
+                Some(Record::Costs(v)) => {
+                    let m = median(v);
+                    m.is_finite().then(|| (c.clone(), m))
+                }
+                _ => None,
+            })
+            .collect();
+        out.sort_by(|a, b| a.1.total_cmp(&b.1));
+        out
     }
 }

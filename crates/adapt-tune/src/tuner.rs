@@ -109,6 +109,7 @@ impl Default for TuneOptions {
                 noise: NoisePolicy {
                     threshold: 0.05,
                     max_repeats: 3,
+                    candidates: 3,
                 },
             },
             final_repeats: 3,

@@ -34,10 +34,77 @@ fn noise_policy_picks_the_true_optimum_more_often() {
         noise: NoisePolicy {
             threshold: 0.08,
             max_repeats: 7,
+            candidates: 4,
         },
     };
     let (a, ta) = hits(&plain);
     let (b, tb) = hits(&noisy);
     println!("true optimum found: plain {a}/300 ({ta} trials), noise policy {b}/300 ({tb} trials)");
     assert!(b > a + 30, "noise policy {b} vs plain {a}");
+}
+
+#[test]
+fn the_race_is_bounded_and_only_re_measures_near_ties() {
+    // A bowl over 1..15 with its minimum at 6, a flat shelf of near-ties
+    // around it and ±1% noise: the race re-measures at most `candidates`
+    // configurations, each up to `max_repeats`, and none outside the shelf.
+    let space = one_d(1, 15);
+    let policy = NoisePolicy {
+        threshold: 0.05,
+        max_repeats: 4,
+        candidates: 3,
+    };
+    let mut raced_at_all = 0;
+    for seed in 0..50u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let f = |c: &Config| {
+            let x = c.int(0);
+            let base = if (5..=7).contains(&x) {
+                1.0 + 0.01 * (x - 6).abs() as f64
+            } else {
+                1.5 + 0.1 * (x - 6).abs() as f64
+            };
+            Ok(base * rng.random_range(0.99..1.01))
+        };
+        let refined = AvlOptions {
+            refine: true,
+            noise: NoisePolicy::OFF,
+        };
+        let plain = avl_search(&space, &mut Analytic::new(f), &refined);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let f = |c: &Config| {
+            let x = c.int(0);
+            let base = if (5..=7).contains(&x) {
+                1.0 + 0.01 * (x - 6).abs() as f64
+            } else {
+                1.5 + 0.1 * (x - 6).abs() as f64
+            };
+            Ok(base * rng.random_range(0.99..1.01))
+        };
+        let raced = avl_search(
+            &space,
+            &mut Analytic::new(f),
+            &AvlOptions {
+                refine: true,
+                noise: policy,
+            },
+        );
+        let repeats: Vec<&adapt_search::Trial> =
+            raced.trace.iter().filter(|t| t.repeat > 1).collect();
+        assert!(
+            repeats.len() <= policy.candidates * (policy.max_repeats - 1),
+            "seed {seed}: {} repeats",
+            repeats.len()
+        );
+        assert!(
+            repeats.iter().all(|t| (5..=7).contains(&t.config.int(0))),
+            "seed {seed}: a far configuration was raced"
+        );
+        raced_at_all += usize::from(!repeats.is_empty());
+        // The race only adds trials after the same descent and refinement.
+        assert_eq!(raced.trials - repeats.len(), plain.trials, "seed {seed}");
+        let pick = raced.best.unwrap().int(0);
+        assert!((5..=7).contains(&pick), "seed {seed}: picked {pick}");
+    }
+    assert!(raced_at_all > 25, "the shelf was raced in {raced_at_all}/50 searches");
 }

@@ -116,6 +116,7 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
                 noise: NoisePolicy {
                     threshold: 0.05,
                     max_repeats: 3,
+                    candidates: 3,
                 },
             },
         ),
