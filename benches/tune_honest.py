@@ -34,6 +34,8 @@ def run_one(args, batch, run):
         cmd += ["--transform", args.transform]
     if args.trial_samples:
         cmd += ["--trial-samples", str(args.trial_samples)]
+    if args.final_samples:
+        cmd += ["--final-samples", str(args.final_samples)]
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     print(f"batch {batch} run {run}: {time.monotonic() - t:.0f} s -> {out}", file=sys.stderr)
@@ -44,12 +46,16 @@ def summarize(out, tag):
     for f in sorted(glob.glob(os.path.join(out, f"tune-honest-{tag}-b*-run*.json"))):
         report = json.load(open(f))
         for r in report["runs"]:
+            # The final comparison's length is sized by time, per run: compare
+            # runs per epoch.
+            r["final_epochs"] = report["final_epochs"]
             rows.setdefault(r["batch_size"], []).append(r)
     print(
         "| batch | runs | noise (per run) | ADaPT / optimum (per run) | within 1 + noise |"
-        " grid / ADaPT search time (per run) | ADaPT trials | plain AVL / optimum | plain trials | grid trials |"
+        " ADaPT s per epoch (per run) | run-to-run spread | grid / ADaPT search time (per run) |"
+        " ADaPT trials | plain AVL / optimum | plain trials | grid trials | cheapest (per run) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for batch in sorted(rows):
         rs = rows[batch]
         noise = [r["noise"]["relative_spread"] if r.get("noise") else 0.0 for r in rs]
@@ -58,12 +64,17 @@ def summarize(out, tag):
         wall = [r["search"]["grid_over_avl"] for r in rs]
         plain = [r["plain"]["seconds"] / r["optimal"]["seconds"] for r in rs if r.get("plain")]
         fmt = lambda v, p: ", ".join(f"{x:.{p}f}" for x in v)
+        final = [r["adapt"]["seconds"] / r["final_epochs"] for r in rs]
+        spread = (max(final) - min(final)) / statistics.median(final)
+        knobs = lambda c: f"{c['num_workers']}w p{c['prefetch_factor']}" + (" pers" if c["persistent_workers"] else "")
+        cheapest = [knobs(r["cheapest"]["config"]) for r in rs if r.get("cheapest")]
         print(
             f"| {batch} | {len(rs)} | {fmt([n * 100 for n in noise], 1)} % | {fmt(ratio, 2)} |"
-            f" {met} of {len(rs)} | {fmt(wall, 1)} (median {statistics.median(wall):.1f}) |"
+            f" {met} of {len(rs)} | {fmt(final, 3)} | {spread * 100:.1f} % |"
+            f" {fmt(wall, 1)} (median {statistics.median(wall):.1f}) |"
             f" {fmt([r['search']['avl']['trials'] for r in rs], 0)} | {fmt(plain, 2)} |"
             f" {fmt([r['search']['avl_plain']['trials'] for r in rs if r['search'].get('avl_plain')], 0)} |"
-            f" {fmt([r['search']['grid']['trials'] for r in rs], 0)} |"
+            f" {fmt([r['search']['grid']['trials'] for r in rs], 0)} | {'; '.join(cheapest)} |"
         )
 
 
@@ -77,6 +88,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--trial-seconds", type=float, default=0.5)
     p.add_argument("--trial-samples", type=int)
+    p.add_argument("--final-samples", type=int, help="samples per epoch of the final comparison")
     p.add_argument("--out", default="docs/reports")
     p.add_argument("--tag", default="cifar")
     p.add_argument("--summarize", action="store_true", help="only print the table")

@@ -7,11 +7,21 @@ torch.utils.data.DataLoader with the same recipe (CPU is enough).
     python examples/train_cifar10.py --data datasets/cifar10 --loader torch --workers 2 --prefetch 8
     python examples/train_cifar10.py --data datasets/cifar10 --compare   # both, one JSON line each
 
+Tuning the loader of this training run (the tuner fills in the knobs; the
+metric is the training loop's time, interpreter start-up and imports left
+out):
+
+    cargo xtask tune --strategy both --metric 'adapt-seconds: ([0-9.]+)' \
+      --command 'python examples/train_cifar10.py --data datasets/cifar10 --loader torch \
+        --workers {num_workers} --prefetch {prefetch_factor} --pin {pin_memory} \
+        --persistent {persistent_workers} --max-batches 30'
+
 Recipe: RandomCrop(32, padding=4), RandomHorizontalFlip, ToTensor,
 Normalize(CIFAR-10). Each run prints one JSON line: epoch seconds, samples/s,
 final loss, and the peak resident memory of the process and of its worker
 processes (PyTorch's workers are processes, forked with the dataset in
-memory; adapt's are threads sharing one memory map, so it reports 0).
+memory; adapt's are threads sharing one memory map, so it reports 0); then
+`adapt-seconds: X`, the whole training loop (loader creation, every epoch).
 """
 
 import argparse
@@ -50,7 +60,7 @@ def adapt_loader(args):
     return adapt.DataLoader(
         adapt.datasets.CIFAR10(args.data), batch_size=args.batch_size, shuffle=True,
         num_workers=args.workers, prefetch_factor=args.prefetch if args.workers else None,
-        persistent_workers=args.workers > 0, transform=RECIPE,
+        persistent_workers=args.persistent, pin_memory=args.pin, transform=RECIPE,
     )
 
 
@@ -80,9 +90,12 @@ def torch_loader(args):
         transforms.RandomCrop(32, padding=4), transforms.RandomHorizontalFlip(),
         transforms.ToTensor(), transforms.Normalize(MEAN, STD),
     ])
-    kw = dict(batch_size=args.batch_size, shuffle=True, num_workers=args.workers)
+    kw = dict(batch_size=args.batch_size, shuffle=True, num_workers=args.workers, pin_memory=args.pin)
     if args.workers:
-        kw.update(prefetch_factor=args.prefetch, persistent_workers=True)
+        # prefetch None: PyTorch's own default (2).
+        if args.prefetch is not None:
+            kw["prefetch_factor"] = args.prefetch
+        kw["persistent_workers"] = args.persistent
     return DataLoader(Cifar10Bin(args.data, t), **kw)
 
 
@@ -111,6 +124,7 @@ def worker_peak_kib():
 def train(args):
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
+    began = time.perf_counter()
     loader = adapt_loader(args) if args.loader == "adapt" else torch_loader(args)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -130,6 +144,7 @@ def train(args):
             if args.max_batches and b + 1 >= args.max_batches:
                 break
         times.append((time.perf_counter() - start, n))
+    whole = time.perf_counter() - began
     seconds, samples = times[-1]
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = worker_peak_kib()
@@ -139,6 +154,19 @@ def train(args):
         "final_loss": round(loss, 4), "peak_rss_mib": round(own / 1024, 1),
         "peak_worker_rss_mib": round(children / 1024, 1),
     }), flush=True)
+    print(f"adapt-seconds: {whole:.4f}", flush=True)
+
+
+def optional_int(text):
+    return None if text == "None" else int(text)
+
+
+def flag(text):
+    if text in ("True", "true", "1"):
+        return True
+    if text in ("False", "false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not True or False")
 
 
 def main():
@@ -146,13 +174,18 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--loader", choices=["adapt", "torch"], default="adapt")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--prefetch", type=optional_int, default=2, help="batches per worker; None: the loader's default")
+    ap.add_argument("--pin", type=flag, default=False, help="pin_memory")
+    ap.add_argument("--persistent", type=flag, default=None, help="persistent_workers (default: with workers)")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2, help="torch's intra-op threads")
     ap.add_argument("--max-batches", type=int, default=0, help="stop each epoch early (0: whole epoch)")
     ap.add_argument("--compare", action="store_true", help="run adapt and torch, one process each")
     args = ap.parse_args()
+    if args.persistent is None:
+        args.persistent = args.workers > 0
+    args.persistent = args.persistent and args.workers > 0
     if not args.compare:
         return train(args)
     for loader, workers, prefetch in [("adapt", 2, 2), ("adapt", 1, 2), ("torch", 2, 8), ("torch", 1, 2)]:

@@ -240,7 +240,7 @@ def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl
          exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there
-    for DataLoader.from_profile. Trials are lengthened to `trial_seconds`
+    for DataLoader.from_profile. Trials are sized to about `trial_seconds`
     (None: `trial_samples` as given); `noise_repeats` trials measure the
     noise first; `step_ms` is a consumer's time per batch, and the report's
     `cheapest` is the fewest-threads configuration within the noise of the

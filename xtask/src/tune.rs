@@ -37,8 +37,9 @@ pub(crate) struct Args {
     /// when --trial-seconds sizes trials.
     #[arg(long, default_value_t = 16_384)]
     trial_samples: usize,
-    /// Lengthen trials until one lasts this many seconds (0: keep
-    /// --trial-samples as given).
+    /// Size trials to last about this many seconds: lengthened when
+    /// shorter, shortened when over twice as long, never below 8 batches
+    /// per epoch (0: keep --trial-samples as given).
     #[arg(long, default_value_t = 1.0)]
     trial_seconds: f64,
     /// Trials of one configuration run before the search to measure the
@@ -262,7 +263,7 @@ fn replay(file: &PathBuf, seeds: usize, noise: f64) -> anyhow::Result<()> {
                 noise: NoisePolicy::OFF,
             },
         ),
-        ("refined+noise", TuneOptions::default().avl),
+        ("refined+race", TuneOptions::default().avl),
     ];
     let stats = adapt_tune::replay(&report, &strategies, seeds, noise)?;
     println!(

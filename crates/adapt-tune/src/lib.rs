@@ -28,7 +28,7 @@ mod tuner;
 pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT};
 pub use error::TuneError;
 pub use machine::Machine;
-pub use monitor::{LoaderObjective, Subset, TrialSpec};
+pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, Subset, TrialSpec};
 pub use online::{AutotunedDriver, MaybeTuned, OnlineTuner};
 pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};

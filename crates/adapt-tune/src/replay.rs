@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub struct ReplayStats {
     /// Batch size of the recorded run.
     pub batch_size: usize,
-    /// `plain` or `refined+noise` (or the caller's label).
+    /// `plain`, `refined` or `refined+race` (or the caller's label).
     pub strategy: String,
     /// Seeds run.
     pub seeds: usize,

@@ -54,13 +54,17 @@ pub struct StrategyRecord {
     /// The AVL descent as published (`plain`) or with refinement
     /// (`refined`: sorted-order neighbours tried after the descent).
     pub avl: String,
-    /// Candidates closer than this (relative) are re-measured; 0 = off.
+    /// Measured configurations within this (relative) of the cheapest are
+    /// raced at the end of the AVL search; 0 = off.
     pub noise_threshold: f64,
     /// Where the threshold came from: `measured` (the trial-to-trial spread
     /// on this machine and pipeline) or `fixed`.
     pub threshold_source: String,
-    /// Most measurements of one candidate under the noise policy.
+    /// Measurements of each raced configuration at most.
     pub noise_max_repeats: usize,
+    /// Configurations raced at most (0 in reports written before the race).
+    #[serde(default)]
+    pub noise_candidates: usize,
     /// Milliseconds the consumer spent per batch in every trial (a
     /// stand-in for a training step), 0 for none.
     pub step_ms: f64,
@@ -221,12 +225,13 @@ impl Report {
             st.avl,
             if st.noise_threshold > 0.0 && st.threshold_source == "measured" {
                 format!(
-                    "re-measures within the noise measured per batch size, up to {} times",
-                    st.noise_max_repeats
+                    "races up to {} configurations within the noise measured per batch size, {} measurements each",
+                    st.noise_candidates, st.noise_max_repeats
                 )
             } else if st.noise_threshold > 0.0 {
                 format!(
-                    "re-measures within {:.1}% (fixed), up to {} times",
+                    "races up to {} configurations within {:.1}% (fixed), {} measurements each",
+                    st.noise_candidates,
                     st.noise_threshold * 100.0,
                     st.noise_max_repeats
                 )

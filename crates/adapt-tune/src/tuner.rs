@@ -176,6 +176,7 @@ fn strategy_record(options: &TuneOptions) -> StrategyRecord {
         }
         .into(),
         noise_max_repeats: options.avl.noise.max_repeats,
+        noise_candidates: options.avl.noise.candidates,
         step_ms: options.step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
     }
 }

@@ -106,5 +106,8 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
         let pick = raced.best.unwrap().int(0);
         assert!((5..=7).contains(&pick), "seed {seed}: picked {pick}");
     }
-    assert!(raced_at_all > 25, "the shelf was raced in {raced_at_all}/50 searches");
+    assert!(
+        raced_at_all > 25,
+        "the shelf was raced in {raced_at_all}/50 searches"
+    );
 }

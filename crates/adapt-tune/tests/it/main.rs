@@ -532,3 +532,37 @@ fn tuning_while_training_keeps_the_data_and_ends_the_stall() {
     );
     assert!(late < stalled * 0.5, "late {late} vs defaults {stalled}");
 }
+
+#[test]
+fn trials_too_long_are_shortened_but_keep_enough_batches() {
+    use adapt_loader::{LoaderConfig, OutputFormat};
+    use adapt_tune::{LoaderObjective, MIN_TRIAL_BATCHES};
+    use std::sync::Arc;
+    let config = |batch_size| LoaderConfig {
+        batch_size,
+        shuffle: true,
+        output: OutputFormat::U8Nhwc,
+        ..LoaderConfig::default()
+    };
+    let spec = TrialSpec {
+        samples: 600,
+        epochs: 2,
+        seed: 0,
+    };
+    // 1.2 s of 1-ms samples against a 0.05-s target: shortened, to no
+    // fewer than MIN_TRIAL_BATCHES batches of 8.
+    let mut o = LoaderObjective::new(Arc::new(Slow), config(8), spec).unwrap();
+    let t = o.size_by_time(&Knobs::DEFAULT, 0.05).unwrap();
+    let samples = o.spec().samples;
+    assert!(
+        (8 * MIN_TRIAL_BATCHES..600).contains(&samples),
+        "{samples} samples"
+    );
+    assert_eq!(o.spec().epochs, 2);
+    assert!(t < 1.0, "the shortened trial took {t} s");
+    // At batch 128 the whole dataset is under MIN_TRIAL_BATCHES batches:
+    // the trial keeps all of it, however long.
+    let mut o = LoaderObjective::new(Arc::new(Slow), config(128), spec).unwrap();
+    o.size_by_time(&Knobs::DEFAULT, 0.05).unwrap();
+    assert_eq!(o.spec(), spec);
+}
