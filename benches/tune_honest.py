@@ -53,9 +53,10 @@ def summarize(out, tag):
     print(
         "| batch | runs | noise (per run) | ADaPT / optimum (per run) | within 1 + noise |"
         " ADaPT s per epoch (per run) | run-to-run spread | grid / ADaPT search time (per run) |"
-        " ADaPT trials | plain AVL / optimum | plain trials | grid trials | cheapest (per run) |"
+        " ADaPT trials | plain AVL / optimum | plain within 1 + noise | grid / plain search time |"
+        " plain trials | grid trials | cheapest (per run) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for batch in sorted(rows):
         rs = rows[batch]
         noise = [r["noise"]["relative_spread"] if r.get("noise") else 0.0 for r in rs]
@@ -63,6 +64,12 @@ def summarize(out, tag):
         met = sum(1 for q, n in zip(ratio, noise) if q <= 1 + n)
         wall = [r["search"]["grid_over_avl"] for r in rs]
         plain = [r["plain"]["seconds"] / r["optimal"]["seconds"] for r in rs if r.get("plain")]
+        plain_met = sum(p <= 1 + n for p, n in zip(plain, noise))
+        plain_wall = [
+            r["search"]["grid"]["seconds"] / r["search"]["avl_plain"]["seconds"]
+            for r in rs
+            if r["search"].get("avl_plain")
+        ]
         fmt = lambda v, p: ", ".join(f"{x:.{p}f}" for x in v)
         final = [r["adapt"]["seconds"] / r["final_epochs"] for r in rs]
         spread = (max(final) - min(final)) / statistics.median(final)
@@ -73,6 +80,7 @@ def summarize(out, tag):
             f" {met} of {len(rs)} | {fmt(final, 3)} | {spread * 100:.1f} % |"
             f" {fmt(wall, 1)} (median {statistics.median(wall):.1f}) |"
             f" {fmt([r['search']['avl']['trials'] for r in rs], 0)} | {fmt(plain, 2)} |"
+            f" {plain_met} of {len(plain)} | {fmt(plain_wall, 1)} |"
             f" {fmt([r['search']['avl_plain']['trials'] for r in rs if r['search'].get('avl_plain')], 0)} |"
             f" {fmt([r['search']['grid']['trials'] for r in rs], 0)} | {'; '.join(cheapest)} |"
         )

@@ -236,7 +236,7 @@ class DataLoader:
 
 
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,
-         retune=False, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=False, seed=0,
+         retune=False, budget_bytes=None, trial_samples=16384, final_repeats=5, plain=False, seed=0,
          exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there

@@ -475,7 +475,7 @@ fn parse_transform(text: &str) -> PyResult<String> {
 /// Runs the tuner on a pipeline (its dataset, steps and output) and returns
 /// the report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=3, plain=false, seed=0, trial_seconds=Some(1.0), noise_repeats=5, step_ms=None))]
+#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=5, plain=false, seed=0, trial_seconds=Some(1.0), noise_repeats=5, step_ms=None))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,

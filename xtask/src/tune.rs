@@ -59,8 +59,8 @@ pub(crate) struct Args {
     /// Epochs per trial (at least 2).
     #[arg(long, default_value_t = 2)]
     trial_epochs: u64,
-    /// Repeats of the final comparison (medians reported).
-    #[arg(long, default_value_t = 3)]
+    /// Repeats of the final comparison, interleaved (medians reported).
+    #[arg(long, default_value_t = 5)]
     final_repeats: usize,
     /// Samples per epoch of the final comparison (default: all, up to 60,000).
     #[arg(long)]
@@ -263,7 +263,16 @@ fn replay(file: &PathBuf, seeds: usize, noise: f64) -> anyhow::Result<()> {
                 noise: NoisePolicy::OFF,
             },
         ),
-        ("refined+race", TuneOptions::default().avl),
+        ("refined+race", {
+            // The threshold the live tuner would measure on this noise:
+            // the trimmed range of 5 trials of a uniform ±noise is 2/3 of
+            // it on average (the default 5% without noise).
+            let mut avl = TuneOptions::default().avl;
+            if noise > 0.0 {
+                avl.noise.threshold = (noise * 2.0 / 3.0).clamp(0.01, 0.5);
+            }
+            avl
+        }),
     ];
     let stats = adapt_tune::replay(&report, &strategies, seeds, noise)?;
     println!(

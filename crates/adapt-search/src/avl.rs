@@ -3,22 +3,27 @@ use crate::{Config, Objective, Space, Tree, Trial, Value};
 use serde::Serialize;
 use std::time::Duration;
 
-/// The race that ends a noise-aware search: near-ties re-measured, medians
-/// decide.
+/// The race that ends a noise-aware search: near-ties re-measured, fresh
+/// medians decide.
 ///
 /// The descent and the refinement compare single measurements; re-measuring
 /// every close call along the way costs as many trials as the descent
 /// itself once the noise is a few percent (most calls are close on a flat
-/// landscape). Instead, after the search, the configurations measured within
-/// `threshold` of the cheapest are re-measured, round by round, those that
-/// fall clearly behind dropped, until each left has `max_repeats`
-/// measurements; the lowest median wins.
+/// landscape). Instead, after the search, the (at most `candidates`)
+/// cheapest configurations measured within twice `threshold` of the
+/// cheapest are re-measured, round by round, those that fall more than
+/// `threshold` behind dropped, `max_repeats − 1` times each; the lowest
+/// median of those new measurements wins (the first measurements selected
+/// the field, so they are biased low and do not vote).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct NoisePolicy {
-    /// Relative cost difference under which two measured configurations are
-    /// near-ties; 0 turns the policy off (the paper's plain comparisons).
+    /// The measured noise (relative): configurations within twice this of
+    /// the cheapest measurement are raced, and one more than this behind
+    /// the leader is dropped; 0 turns the policy off (the paper's plain
+    /// comparisons).
     pub threshold: f64,
-    /// Measurements per raced configuration at most (the first included).
+    /// Measurements per raced configuration (the first included: the race
+    /// adds `max_repeats − 1`).
     pub max_repeats: usize,
     /// Near-ties raced at most, cheapest first (the search's own pick is
     /// always among them).
@@ -147,8 +152,15 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         self.runner.better(a, b)
     }
 
-    /// The noise policy's race among the near-ties of the cheapest measured
-    /// configuration; `best` (the search's pick) always runs in it.
+    /// The noise policy's race among the cheapest measured configurations;
+    /// `best` (the search's pick) always runs in it.
+    ///
+    /// The field is the `candidates` cheapest within twice the threshold of
+    /// the cheapest measurement, not within the threshold: that floor is the
+    /// luckiest of dozens of noisy measurements (the winner's curse), and a
+    /// configuration whose true cost is lower often measured a few noise
+    /// widths above it. For the same reason only the race's own, fresh
+    /// measurements decide: the first ones are what selected the field.
     fn race(&mut self, best: Config) -> Config {
         let n = self.options.noise;
         let (best, _) = self.runner.cost(&best);
@@ -158,7 +170,7 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         };
         let mut field: Vec<Config> = measured
             .into_iter()
-            .filter(|(_, c)| *c <= floor * (1.0 + n.threshold))
+            .filter(|(_, c)| *c <= floor * (1.0 + 2.0 * n.threshold))
             .map(|(c, _)| c)
             .take(n.candidates)
             .collect();
@@ -171,27 +183,38 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         if field.len() < 2 {
             return best;
         }
+        let before: Vec<(Config, usize)> = field
+            .iter()
+            .map(|c| (c.clone(), self.runner.repeats(c)))
+            .collect();
+        let fresh = |runner: &Runner<'_, O>, c: &Config| {
+            let from = before
+                .iter()
+                .find(|(b, _)| b == c)
+                .map_or(usize::MAX, |(_, n)| *n);
+            runner.median_from(c, from)
+        };
         // Round by round, so that a slow drift of the machine touches every
-        // candidate alike.
+        // candidate alike; one clearly behind the leader is dropped.
         for _ in 1..n.max_repeats {
             for c in &field {
-                if self.runner.repeats(c) < n.max_repeats {
-                    self.runner.remeasure(c);
-                }
+                self.runner.remeasure(c);
             }
             let lead = field
                 .iter()
-                .map(|c| self.runner.cost(c).1)
+                .map(|c| fresh(&self.runner, c))
                 .fold(f64::INFINITY, f64::min);
-            field.retain(|c| self.runner.cost(c).1 <= lead * (1.0 + n.threshold));
+            field.retain(|c| fresh(&self.runner, c) <= lead * (1.0 + n.threshold));
         }
-        let mut winner = best;
+        // Ties keep the earlier (cheaper first-measured) configuration.
+        let mut winner: Option<(Config, f64)> = None;
         for c in field {
-            if self.better(&c, &winner) {
-                winner = c;
+            let f = fresh(&self.runner, &c);
+            if winner.as_ref().is_none_or(|(_, w)| f < *w) {
+                winner = Some((c, f));
             }
         }
-        winner
+        winner.map_or(best, |(c, _)| c)
     }
 
     /// Searches the tree at priority `level` (0 = outermost) with the

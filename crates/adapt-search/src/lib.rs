@@ -11,8 +11,8 @@
 //! rule, ties) is `docs/tuning.md`; it adds two things the paper lacks and
 //! keeps both optional so the plain algorithm stays available: a
 //! *refinement* that steps to sorted-order neighbours after the descent, and
-//! a *noise policy* that races the near-ties at the end (re-measured,
-//! medians decide).
+//! a *noise policy* that races the near-ties at the end (re-measured; the
+//! medians of the new measurements decide).
 //!
 //! ```
 //! use adapt_search::{AvlOptions, Config, Objective, Param, Space, TrialError, avl_search};

@@ -173,6 +173,15 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         }
     }
 
+    /// The median of `c`'s measurements from the `from`-th on (+∞ when
+    /// there are none or it is unusable).
+    pub(crate) fn median_from(&self, c: &Config, from: usize) -> f64 {
+        match self.memo.get(c) {
+            Some(Record::Costs(v)) if v.len() > from => median(&v[from..]),
+            _ => f64::INFINITY,
+        }
+    }
+
     /// Whether `a` is strictly better than `b` by their current medians
     /// (ties are not better).
     pub(crate) fn better(&mut self, a: &Config, b: &Config) -> bool {

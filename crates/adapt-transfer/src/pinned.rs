@@ -96,34 +96,47 @@ impl PinnedPool {
         if let Some(i) = free.iter().position(|m| m.len() == bytes) {
             return Ok(Some(free.swap_remove(i)));
         }
+        // The slot is claimed under the lock: two workers asking at once
+        // must not both see room for one more and exceed the bound.
         if self.live.load(Ordering::SeqCst) >= self.max.load(Ordering::SeqCst) {
-            // Full: make room by freeing a buffer of another size, if any.
+            // Full: make room by freeing a buffer of another size, if any
+            // (its slot passes to the new buffer).
             match free.pop() {
-                Some(other) => {
-                    drop(other);
-                    self.live.fetch_sub(1, Ordering::SeqCst);
-                }
+                Some(other) => drop(other),
                 None => return Ok(None),
             }
+        } else {
+            self.live.fetch_add(1, Ordering::SeqCst);
         }
         drop(free);
-        let mem = self
+        let allocated = self
             .allocator
             .allocate(bytes)
-            .map_err(|message| LoaderError::Buffer { bytes, message })?;
-        if mem.len() != bytes || !(mem.as_ptr() as usize).is_multiple_of(4) {
-            return Err(LoaderError::Buffer {
-                bytes,
-                message: format!(
-                    "allocator returned {} bytes at {:p}",
-                    mem.len(),
-                    mem.as_ptr()
-                ),
+            .map_err(|message| LoaderError::Buffer { bytes, message })
+            .and_then(|mem| {
+                if mem.len() != bytes || !(mem.as_ptr() as usize).is_multiple_of(4) {
+                    Err(LoaderError::Buffer {
+                        bytes,
+                        message: format!(
+                            "allocator returned {} bytes at {:p}",
+                            mem.len(),
+                            mem.as_ptr()
+                        ),
+                    })
+                } else {
+                    Ok(mem)
+                }
             });
+        match allocated {
+            Ok(mem) => {
+                self.allocations.fetch_add(1, Ordering::SeqCst);
+                Ok(Some(mem))
+            }
+            Err(e) => {
+                self.live.fetch_sub(1, Ordering::SeqCst);
+                Err(e)
+            }
         }
-        self.allocations.fetch_add(1, Ordering::SeqCst);
-        self.live.fetch_add(1, Ordering::SeqCst);
-        Ok(Some(mem))
     }
 
     /// The pool as a loader's buffer provider.

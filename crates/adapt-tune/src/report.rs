@@ -142,9 +142,14 @@ pub struct RunReport {
     /// The trial length used for this batch size (sized by time).
     #[serde(default)]
     pub trial: Option<TrialSpec>,
-    /// The noise measured before searching.
+    /// The noise measured before searching: the noisiest probe's, which
+    /// set the threshold.
     #[serde(default)]
     pub noise: Option<Noise>,
+    /// Every configuration the noise was measured on (the recommended one
+    /// and the busiest), interleaved trials.
+    #[serde(default)]
+    pub noise_probes: Vec<Noise>,
     /// The cheapest configuration (fewest workers, then fewest batches in
     /// memory) whose trial time is within the measured noise of the best
     /// trial: what to run when the loader only has to keep up.
@@ -247,14 +252,30 @@ impl Report {
         for r in &self.runs {
             s += &format!("\nbatch size {}\n", r.batch_size);
             if let (Some(t), Some(n)) = (&r.trial, &r.noise) {
+                // Reports written before several probes list only one.
+                let probes = if r.noise_probes.is_empty() {
+                    std::slice::from_ref(n)
+                } else {
+                    &r.noise_probes[..]
+                };
+                let each: Vec<String> = probes
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{:.1}% on {} ({:.3} s median)",
+                            p.relative_spread * 100.0,
+                            p.config,
+                            p.median
+                        )
+                    })
+                    .collect();
                 s += &format!(
-                    "  trials: {} samples x {} epochs, {:.3} s median; noise {:.1}% (trimmed range / median of {} trials of {})\n",
+                    "  trials: {} samples x {} epochs; noise {:.1}% (trimmed range / median of {} trials each: {})\n",
                     t.samples,
                     t.epochs,
-                    n.median,
                     n.relative_spread * 100.0,
                     n.seconds.len(),
-                    n.config
+                    each.join(", ")
                 );
             }
             s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");

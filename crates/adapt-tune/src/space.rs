@@ -122,6 +122,22 @@ impl KnobSpace {
         Self { space, notes }
     }
 
+    /// The largest worker count the space holds.
+    pub fn max_workers(&self) -> usize {
+        let Some(i) = self.space.index_of(NAMES[0]) else {
+            return 0;
+        };
+        self.space.params()[i]
+            .values()
+            .iter()
+            .filter_map(|v| match v {
+                Value::Int(w) => Some(*w),
+                _ => None,
+            })
+            .max()
+            .map_or(0, |w| w.max(0) as usize)
+    }
+
     /// The search space.
     pub fn space(&self) -> &Space {
         &self.space

@@ -175,13 +175,28 @@ fn paper_space_avl_100_trials_vs_grid_1584() {
         grid.trials
     );
     assert_eq!(grid.rank_of(refined_r.best.as_ref().unwrap()), Some(1));
+    // The tuner's default: refined, then the race of at most 3 near-ties
+    // (within 5% here) to 3 measurements each: at most 6 trials more.
+    let tuner = AvlOptions {
+        refine: true,
+        noise: adapt_search::NoisePolicy {
+            threshold: 0.05,
+            max_repeats: 3,
+            candidates: 3,
+        },
+    };
+    let raced = avl_search(&space, &mut Analytic::new(f), &tuner);
+    assert!(raced.trials <= refined_r.trials + 6, "{}", raced.trials);
+    assert!(raced.trials < grid.trials / 10, "{}", raced.trials);
+    assert_eq!(grid.rank_of(raced.best.as_ref().unwrap()), Some(1));
     println!(
-        "paper space: grid {} trials; AVL plain {} (rank {:?}), refined {} (+{} refinement, rank 1)",
+        "paper space: grid {} trials; AVL plain {} (rank {:?}), refined {} (+{} refinement, rank 1), refined + race {}",
         grid.trials,
         plain_r.trials,
         grid.rank_of(plain_r.best.as_ref().unwrap()),
         refined_r.trials,
-        refined_r.refinement_trials
+        refined_r.refinement_trials,
+        raced.trials
     );
 }
 
