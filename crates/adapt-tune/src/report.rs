@@ -54,8 +54,9 @@ pub struct StrategyRecord {
     /// The AVL descent as published (`plain`) or with refinement
     /// (`refined`: sorted-order neighbours tried after the descent).
     pub avl: String,
-    /// Measured configurations within this (relative) of the cheapest are
-    /// raced at the end of the AVL search; 0 = off.
+    /// The race's threshold when not measured: measured configurations
+    /// within twice this (relative) of the cheapest are raced at the end of
+    /// the AVL search, one more than this behind the leader dropped; 0 = off.
     pub noise_threshold: f64,
     /// Where the threshold came from: `measured` (the trial-to-trial spread
     /// on this machine and pipeline) or `fixed`.
@@ -230,12 +231,12 @@ impl Report {
             st.avl,
             if st.noise_threshold > 0.0 && st.threshold_source == "measured" {
                 format!(
-                    "races up to {} configurations within the noise measured per batch size, {} measurements each",
+                    "races up to {} configurations within twice the noise measured per batch size, {} measurements each",
                     st.noise_candidates, st.noise_max_repeats
                 )
             } else if st.noise_threshold > 0.0 {
                 format!(
-                    "races up to {} configurations within {:.1}% (fixed), {} measurements each",
+                    "races up to {} configurations within twice {:.1}% (fixed), {} measurements each",
                     st.noise_candidates,
                     st.noise_threshold * 100.0,
                     st.noise_max_repeats
