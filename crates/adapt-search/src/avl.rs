@@ -183,33 +183,33 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         if field.len() < 2 {
             return best;
         }
-        let before: Vec<(Config, usize)> = field
-            .iter()
-            .map(|c| (c.clone(), self.runner.repeats(c)))
+        // Each entry keeps how many measurements it had before the race:
+        // only those after it vote.
+        let mut field: Vec<(Config, usize)> = field
+            .into_iter()
+            .map(|c| {
+                let n = self.runner.repeats(&c);
+                (c, n)
+            })
             .collect();
-        let fresh = |runner: &Runner<'_, O>, c: &Config| {
-            let from = before
-                .iter()
-                .find(|(b, _)| b == c)
-                .map_or(usize::MAX, |(_, n)| *n);
-            runner.median_from(c, from)
-        };
         // Round by round, so that a slow drift of the machine touches every
         // candidate alike; one clearly behind the leader is dropped.
         for _ in 1..n.max_repeats {
-            for c in &field {
+            for (c, _) in &field {
                 self.runner.remeasure(c);
             }
             let lead = field
                 .iter()
-                .map(|c| fresh(&self.runner, c))
+                .map(|(c, from)| self.runner.median_from(c, *from))
                 .fold(f64::INFINITY, f64::min);
-            field.retain(|c| fresh(&self.runner, c) <= lead * (1.0 + n.threshold));
+            field.retain(|(c, from)| {
+                self.runner.median_from(c, *from) <= lead * (1.0 + n.threshold)
+            });
         }
         // Ties keep the earlier (cheaper first-measured) configuration.
         let mut winner: Option<(Config, f64)> = None;
-        for c in field {
-            let f = fresh(&self.runner, &c);
+        for (c, from) in field {
+            let f = self.runner.median_from(&c, from);
             if winner.as_ref().is_none_or(|(_, w)| f < *w) {
                 winner = Some((c, f));
             }

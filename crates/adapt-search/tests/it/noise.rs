@@ -111,3 +111,47 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
         "the shelf was raced in {raced_at_all}/50 searches"
     );
 }
+
+/// Only the race's own measurements vote: the first ones selected the field
+/// and are biased low. Here 5 measures 0.90 once by luck, then 1.06; 6
+/// measures 1.00 every time. Counting the lucky measurement, 5 would win on
+/// a median of 0.98.
+#[test]
+fn the_lucky_first_measurement_does_not_vote_in_the_race() {
+    let space = one_d(1, 15);
+    let mut fives = 0;
+    let f = |c: &Config| {
+        let x = c.int(0);
+        Ok(match x {
+            5 => {
+                fives += 1;
+                if fives == 1 { 0.90 } else { 1.06 }
+            }
+            6 => 1.00,
+            _ => 1.2 + 0.05 * (x - 5).abs() as f64,
+        })
+    };
+    let r = avl_search(
+        &space,
+        &mut Analytic::new(f),
+        &AvlOptions {
+            refine: false,
+            noise: NoisePolicy {
+                threshold: 0.1,
+                max_repeats: 2,
+                candidates: 2,
+            },
+        },
+    );
+    assert!(
+        r.trace
+            .iter()
+            .any(|t| t.config.int(0) == 5 && t.repeat == 2)
+    );
+    assert!(
+        r.trace
+            .iter()
+            .any(|t| t.config.int(0) == 6 && t.repeat == 2)
+    );
+    assert_eq!(r.best.unwrap().int(0), 6);
+}
