@@ -6,7 +6,9 @@
 //!
 //! It is not the Python API users call (that is `adapt.DataLoader`, in
 //! Python, with PyTorch's names and torch conversion) and holds no loader
-//! logic: it binds `adapt-pipeline`, `adapt-loader` and `adapt-tune`.
+//! logic: it binds the front crate `adapt` (`RawLoader` is `adapt::Run`
+//! method for method; `tune` is `adapt::tune`), and picks each exception
+//! class from the error's `adapt::ErrorKind`.
 //!
 //! The key design choice is that the Python thread that iterates drives the
 //! epoch itself (through `adapt_loader::Driver`, a loader owning its current
@@ -18,11 +20,10 @@
 
 mod dlpack;
 
-use adapt_loader::{
-    Batch, Distributed, Driver, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
+use adapt::{
+    AdaptError as Error, Batch, Distributed, ErrorKind, LoaderState, Pipeline, Run, RunOptions,
+    TuneOptions,
 };
-use adapt_pipeline::{Pipeline, PipelineError};
-use adapt_tune::MaybeTuned;
 use numpy::ndarray::ArrayView4;
 use numpy::{PyArray1, PyArray4};
 use pyo3::create_exception;
@@ -75,31 +76,24 @@ create_exception!(
     "A damaged checkpoint, or one of another pipeline, seed or dataset."
 );
 
-fn loader_error(e: LoaderError) -> PyErr {
+/// The exception for an error: its class follows the error's kind.
+fn py_error(e: Error) -> PyErr {
     let text = e.to_string();
-    match e {
-        LoaderError::InvalidConfig(_) => ConfigError::new_err(text),
-        LoaderError::SampleFailed { .. } => SampleError::new_err(text),
-        LoaderError::WorkerPanicked { .. }
-        | LoaderError::WorkersGone { .. }
-        | LoaderError::Spawn(_) => WorkerError::new_err(text),
-        LoaderError::Timeout { .. } => LoaderTimeout::new_err(text),
-        LoaderError::Checkpoint(_) | LoaderError::CheckpointMismatch { .. } => {
-            CheckpointError::new_err(text)
-        }
-        LoaderError::Buffer { .. } => PyMemoryError::new_err(text),
+    match e.kind() {
+        ErrorKind::Config => ConfigError::new_err(text),
+        ErrorKind::Data => DataError::new_err(text),
+        ErrorKind::Sample => SampleError::new_err(text),
+        ErrorKind::Worker => WorkerError::new_err(text),
+        ErrorKind::Timeout => LoaderTimeout::new_err(text),
+        ErrorKind::Checkpoint => CheckpointError::new_err(text),
+        ErrorKind::Memory => PyMemoryError::new_err(text),
+        ErrorKind::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(text),
         _ => AdaptError::new_err(text),
     }
 }
 
-fn pipeline_error(e: PipelineError) -> PyErr {
-    let text = e.to_string();
-    match e {
-        PipelineError::Format(_) | PipelineError::Pack(_) | PipelineError::MissingPath(_) => {
-            DataError::new_err(text)
-        }
-        _ => ConfigError::new_err(text),
-    }
+fn pipeline(json: &str) -> PyResult<Pipeline> {
+    Pipeline::from_json(json).map_err(|e| py_error(e.into()))
 }
 
 /// One batch's data, owned: the base object of the numpy array over it.
@@ -182,25 +176,17 @@ impl BatchData {
 #[pyclass(module = "adapt._adapt")]
 struct RawLoader {
     /// `None` once closed.
-    driver: Mutex<Option<MaybeTuned>>,
-    batches_per_epoch: usize,
+    run: Mutex<Option<Run>>,
     info: Py<PyDict>,
-    /// With autotune: the profile to save the settled knobs to, and the
-    /// key's parts.
-    autotune_profile: Option<(std::path::PathBuf, String, usize)>,
-    saved: bool,
 }
 
 impl RawLoader {
-    fn drive(&mut self) -> PyResult<&mut MaybeTuned> {
-        self.driver
+    fn run(&mut self) -> PyResult<&mut Run> {
+        self.run
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .as_mut()
             .ok_or_else(|| AdaptError::new_err("the loader is closed"))
-    }
-    fn driver(&mut self) -> PyResult<&mut Driver> {
-        Ok(self.drive()?.driver())
     }
 }
 
@@ -227,9 +213,9 @@ fn detached<T: Send>(
 
 #[pymethods]
 impl RawLoader {
-    /// A loader over the pipeline `pipeline_json` (adapt_pipeline::Pipeline
-    /// as JSON) with PyTorch's knobs. Every impossible value is refused
-    /// here, as PyTorch refuses it.
+    /// A loader over the pipeline `pipeline_json` (adapt::Pipeline as
+    /// JSON) with PyTorch's knobs. Every impossible value is refused here,
+    /// as PyTorch refuses it.
     #[new]
     #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None))]
     #[allow(clippy::too_many_arguments)]
@@ -251,7 +237,7 @@ impl RawLoader {
         autotune: bool,
         autotune_profile: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
-        let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
+        let pipeline = pipeline(pipeline_json)?;
         let timeout = match timeout {
             Some(t) if !(t.is_finite() && t > 0.0) => {
                 return Err(ConfigError::new_err(format!(
@@ -265,83 +251,38 @@ impl RawLoader {
             (None, None) => None,
             _ => return Err(ConfigError::new_err("rank and world_size go together")),
         };
-        let (loader, batches, info) = py.detach(|| -> PyResult<_> {
-            let built = pipeline.build().map_err(pipeline_error)?;
-            let sampler = built
-                .opened
-                .pack_sampler(stream, seed, num_workers, prefetch_factor, batch_size)
-                .map_err(pipeline_error)?;
-            let config = built.loader_config(LoaderConfig {
-                batch_size,
-                shuffle,
-                num_workers,
-                prefetch_factor,
-                pin_memory,
-                persistent_workers,
-                drop_last,
-                seed,
-                distributed,
-                timeout,
-                sampler,
-                ..LoaderConfig::default()
-            });
-            // Page-locked buffers when a CUDA device is there; otherwise
-            // pinned means ordinary memory, as on the host backend.
-            let engine = pin_memory
-                .then(|| adapt_transfer::TransferEngine::new(adapt_transfer::Device::Cuda(0)).ok())
-                .flatten();
-            let pinned = engine
-                .as_ref()
-                .and_then(|e| e.pinned_buffers(config.max_in_flight() + 2));
-            let loader =
-                Loader::with_buffers(built.dataset(), config, pinned).map_err(loader_error)?;
-            let batches = loader.batches_per_epoch();
-            let shape = loader.sample_shape();
-            Ok((
-                loader,
-                batches,
-                (
-                    built.identity(),
-                    built.device_normalize.clone(),
-                    [shape.height, shape.width, shape.channels],
-                    built.output.name(),
-                    engine.is_some() && pin_memory,
-                    built.transforms_text(),
-                ),
-            ))
-        })?;
+        let options = RunOptions {
+            batch_size,
+            shuffle,
+            num_workers,
+            prefetch_factor,
+            pin_memory,
+            persistent_workers,
+            drop_last,
+            seed,
+            distributed,
+            timeout,
+            stream,
+            autotune: autotune.then(|| adapt::Autotune {
+                profile: autotune_profile,
+                ..adapt::Autotune::default()
+            }),
+            ..RunOptions::default()
+        };
+        let run = py
+            .detach(|| Run::open(&pipeline, &options))
+            .map_err(py_error)?;
+        let i = run.info();
         let dict = PyDict::new(py);
-        dict.set_item("identity", &info.0)?;
-        dict.set_item("device_normalize", info.1)?;
-        dict.set_item("sample_shape", info.2)?;
-        dict.set_item("output", info.3)?;
-        dict.set_item("page_locked", info.4)?;
-        dict.set_item("transforms", info.5)?;
-        let machine = adapt_tune::Machine::detect();
-        let identity = info.0;
-        let start = match &autotune_profile {
-            Some(p) => adapt_tune::Profile::load(p)
-                .map_err(|e| ConfigError::new_err(e.to_string()))?
-                .lookup(&identity, batch_size, &machine)
-                .map(|e| e.knobs),
-            None => None,
-        };
-        let drive = if autotune {
-            let auto = py
-                .detach(|| {
-                    adapt_tune::AutotunedDriver::new(Driver::new(loader), &machine, start, 8, 2)
-                })
-                .map_err(loader_error)?;
-            MaybeTuned::Tuned(auto)
-        } else {
-            MaybeTuned::Fixed(Driver::new(loader))
-        };
+        dict.set_item("identity", &i.identity)?;
+        dict.set_item("device_normalize", i.device_normalize.clone())?;
+        dict.set_item("sample_shape", i.sample_shape)?;
+        dict.set_item("output", i.output)?;
+        dict.set_item("page_locked", i.page_locked)?;
+        dict.set_item("transforms", &i.transforms)?;
         Ok(Self {
-            driver: Mutex::new(Some(drive)),
-            batches_per_epoch: batches,
+            run: Mutex::new(Some(run)),
             info: dict.unbind(),
-            autotune_profile: autotune_profile.map(|p| (p, identity, batch_size)),
-            saved: false,
         })
     }
 
@@ -357,11 +298,11 @@ impl RawLoader {
             (usize, usize),
         )>,
     > {
-        Ok(match self.drive()?.tuned() {
+        Ok(match self.run()?.autotune() {
             None => None,
             Some(a) => {
                 let t = a.tuner();
-                let pair = |k: &adapt_tune::Knobs| (k.num_workers, k.prefetch_factor);
+                let pair = |k: &adapt::Knobs| (k.num_workers, k.prefetch_factor);
                 Some((
                     t.settled().as_ref().map(pair),
                     t.tried().iter().map(|(k, w)| (pair(k), *w)).collect(),
@@ -373,16 +314,16 @@ impl RawLoader {
 
     /// Starts epoch `epoch`; returns its number of batches.
     fn start(&mut self, py: Python<'_>, epoch: u64) -> PyResult<usize> {
-        let driver = self.driver()?;
+        let run = self.run()?;
         // Starting an epoch may join the last one's workers: no GIL.
-        py.detach(|| driver.start(epoch)).map_err(loader_error)
+        py.detach(|| run.start(epoch)).map_err(py_error)
     }
 
     /// Resumes from a checkpoint's text; returns (epoch, batches left).
     fn resume(&mut self, py: Python<'_>, state: &str) -> PyResult<(u64, usize)> {
-        let state = LoaderState::from_text(state).map_err(loader_error)?;
-        let driver = self.driver()?;
-        let left = py.detach(|| driver.resume(&state)).map_err(loader_error)?;
+        let state = LoaderState::from_text(state).map_err(|e| py_error(e.into()))?;
+        let run = self.run()?;
+        let left = py.detach(|| run.resume(&state)).map_err(py_error)?;
         Ok((state.epoch, left))
     }
 
@@ -394,24 +335,13 @@ impl RawLoader {
         &mut self,
         py: Python<'py>,
     ) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
-        let drive = self.drive()?;
-        let (item, raised) = detached(py, |interrupt| drive.next(interrupt));
-        let settled = drive.tuned().and_then(|a| a.tuner().settled());
-        if let (Some(k), Some((path, identity, batch)), false) =
-            (settled, &self.autotune_profile, self.saved)
-        {
-            let mut p =
-                adapt_tune::Profile::load(path).map_err(|e| AdaptError::new_err(e.to_string()))?;
-            p.insert_settled(identity, *batch, &adapt_tune::Machine::detect(), k);
-            p.save(path)
-                .map_err(|e| AdaptError::new_err(e.to_string()))?;
-            self.saved = true;
-        }
+        let run = self.run()?;
+        let (item, raised) = detached(py, |interrupt| run.next(interrupt));
         match item {
             None => Ok(None),
-            Some(Err(LoaderError::Interrupted { .. })) => Err(raised
+            Some(Err(e)) if e.kind() == ErrorKind::Interrupted => Err(raised
                 .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))),
-            Some(Err(e)) => Err(loader_error(e)),
+            Some(Err(e)) => Err(py_error(e)),
             Some(Ok(batch)) => {
                 let labels = PyArray1::from_slice(py, batch.labels());
                 let data = Bound::new(py, BatchData { batch })?;
@@ -422,12 +352,12 @@ impl RawLoader {
 
     /// The checkpoint after the last batch handed out (None without an epoch).
     fn state(&mut self) -> PyResult<Option<String>> {
-        Ok(self.driver()?.state().as_ref().map(LoaderState::to_text))
+        Ok(self.run()?.state().as_ref().map(LoaderState::to_text))
     }
 
     /// Batches per epoch for this rank.
-    fn batches_per_epoch(&self) -> usize {
-        self.batches_per_epoch
+    fn batches_per_epoch(&mut self) -> PyResult<usize> {
+        Ok(self.run()?.info().batches_per_epoch)
     }
 
     /// What the loader was built with: identity, sample shape, output…
@@ -437,12 +367,8 @@ impl RawLoader {
 
     /// Stops the loader now: its epoch ends, its workers are joined.
     fn close(&mut self, py: Python<'_>) {
-        let driver = self
-            .driver
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        py.detach(|| drop(driver));
+        let run = self.run.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        py.detach(|| drop(run));
     }
 }
 
@@ -453,23 +379,25 @@ impl RawLoader {
 #[allow(clippy::type_complexity)]
 fn launch_from_env() -> PyResult<Option<(usize, usize, Option<usize>, Option<usize>, &'static str)>>
 {
-    Ok(Launch::from_env().map_err(loader_error)?.map(|l| {
-        (
-            l.distributed.rank,
-            l.distributed.world_size,
-            l.local_rank,
-            l.local_world_size,
-            l.launcher,
-        )
-    }))
+    Ok(adapt::Launch::from_env()
+        .map_err(|e| py_error(e.into()))?
+        .map(|l| {
+            (
+                l.distributed.rank,
+                l.distributed.world_size,
+                l.local_rank,
+                l.local_world_size,
+                l.launcher,
+            )
+        }))
 }
 
 /// Checks a transform text; returns its canonical form.
 #[pyfunction]
 fn parse_transform(text: &str) -> PyResult<String> {
-    adapt_pipeline::parse_transforms(text)
-        .map(|t| adapt_pipeline::transforms_text(&t))
-        .map_err(pipeline_error)
+    adapt::parse_transforms(text)
+        .map(|t| adapt::transforms_text(&t))
+        .map_err(|e| py_error(e.into()))
 }
 
 /// Runs the tuner on a pipeline (its dataset, steps and output) and returns
@@ -493,62 +421,34 @@ fn tune(
     noise_repeats: usize,
     step_ms: Option<f64>,
 ) -> PyResult<String> {
-    let step = match step_ms {
-        Some(ms) if ms.is_finite() && ms >= 0.0 => {
-            Some(std::time::Duration::from_secs_f64(ms / 1e3))
-        }
-        Some(ms) => {
-            return Err(ConfigError::new_err(format!(
-                "step_ms {ms} must be a non-negative number"
-            )));
-        }
-        None => None,
-    };
-    let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
-    let strategy = match strategy {
-        "avl" => adapt_tune::Strategy::Avl,
-        "grid" => adapt_tune::Strategy::Grid,
-        "both" => adapt_tune::Strategy::Both,
-        other => {
-            return Err(ConfigError::new_err(format!(
-                "strategy {other:?}: expected avl, grid or both"
-            )));
-        }
-    };
-    let defaults = adapt_tune::TuneOptions::default();
-    let options = adapt_tune::TuneOptions {
-        dataset: adapt_tune::DatasetChoice::Named {
-            kind: pipeline.dataset.kind.clone(),
-            path: pipeline.dataset.path.clone(),
-        },
+    let options = TuneOptions {
+        pipeline: pipeline(pipeline_json)?,
         batch_sizes,
-        strategy,
+        strategy: strategy
+            .parse()
+            .map_err(|e: adapt::engines::tune::TuneError| py_error(e.into()))?,
         budget_bytes,
-        trial: adapt_tune::TrialSpec {
+        trial: adapt::TrialSpec {
             samples: trial_samples,
             seed,
-            ..adapt_tune::TrialSpec::default()
+            ..adapt::TrialSpec::default()
         },
         avl: if plain {
-            adapt_search::AvlOptions::plain()
+            adapt::AvlOptions::plain()
         } else {
-            defaults.avl
+            TuneOptions::REFINED_AVL
         },
         final_repeats,
         profile,
         retune,
-        resize: pipeline.dataset.resize,
-        transforms: pipeline.transforms.clone(),
-        output: pipeline.output,
-        exact_decode: pipeline.exact_decode,
         trial_seconds: trial_seconds.filter(|t| *t > 0.0),
         noise_repeats,
-        step,
-        ..defaults
+        step: adapt::step_from_ms(step_ms).map_err(py_error)?,
+        ..TuneOptions::default()
     };
     let report = py
-        .detach(|| adapt_tune::run(&options, &|_| {}))
-        .map_err(|e| ConfigError::new_err(e.to_string()))?;
+        .detach(|| adapt::tune(&options, &|_| {}))
+        .map_err(py_error)?;
     serde_json::to_string(&report).map_err(|e| AdaptError::new_err(e.to_string()))
 }
 
@@ -561,15 +461,13 @@ fn profile_knobs(
     pipeline_json: &str,
     batch_size: usize,
 ) -> PyResult<Option<Py<PyDict>>> {
-    let pipeline = Pipeline::from_json(pipeline_json).map_err(pipeline_error)?;
-    let built = pipeline.build().map_err(pipeline_error)?;
-    let profile =
-        adapt_tune::Profile::load(&path).map_err(|e| ConfigError::new_err(e.to_string()))?;
-    let machine = adapt_tune::Machine::detect();
-    let Some(entry) = profile.lookup(&built.identity(), batch_size, &machine) else {
+    let pipeline = pipeline(pipeline_json)?;
+    let found = py
+        .detach(|| adapt::profile_knobs(&path, &pipeline, batch_size))
+        .map_err(py_error)?;
+    let Some(k) = found else {
         return Ok(None);
     };
-    let k = entry.knobs;
     let d = PyDict::new(py);
     d.set_item("num_workers", k.num_workers)?;
     d.set_item(

@@ -1,7 +1,6 @@
 //! `cargo xtask gen`: synthetic datasets in the real layouts.
 
-use adapt_formats::DatasetKind;
-use adapt_synth::{CelebASpec, Cifar10Spec, DigiFaceSpec, ImageFolderSpec};
+use adapt::DatasetKind;
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -31,78 +30,19 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let seed = args.seed;
-    let out = &args.out;
-    let (total, what) = match args.dataset {
-        DatasetKind::Cifar10 => {
-            let spec = match args.count {
-                Some(n) => Cifar10Spec {
-                    train: n,
-                    test: (n / 5).max(1),
-                    seed,
-                },
-                None => Cifar10Spec {
-                    seed,
-                    ..Cifar10Spec::default()
-                },
-            };
-            let bar = crate::progress_bar((spec.train + spec.test) as u64, "cifar10");
-            adapt_synth::cifar10(out, spec, &|n| bar.inc(n))?;
-            bar.finish();
-            (spec.train + spec.test, "CIFAR-10 records")
-        }
-        DatasetKind::CelebA => {
-            let mut spec = CelebASpec {
-                seed,
-                ..CelebASpec::default()
-            };
-            if let Some(n) = args.count {
-                spec.count = n;
-                spec.identities = (n / 20).max(1);
-            }
-            let bar = crate::progress_bar(spec.count as u64, "celeba");
-            adapt_synth::celeba(out, spec, &|n| bar.inc(n))?;
-            bar.finish();
-            (spec.count, "CelebA images")
-        }
-        DatasetKind::DigiFace => {
-            let mut spec = DigiFaceSpec {
-                seed,
-                ..DigiFaceSpec::default()
-            };
-            if let Some(n) = args.count {
-                spec.classes = n.div_ceil(spec.per_class).max(1);
-            }
-            let total = spec.classes * spec.per_class;
-            let bar = crate::progress_bar(total as u64, "digiface");
-            adapt_synth::digiface(out, spec, &|n| bar.inc(n))?;
-            bar.finish();
-            (total, "DigiFace1M images")
-        }
-        DatasetKind::ImageFolder => {
-            let mut spec = ImageFolderSpec {
-                seed,
-                ..ImageFolderSpec::default()
-            };
-            if let Some(c) = args.classes {
-                spec.classes = c;
-            }
-            if let Some((w, h)) = args.size {
-                (spec.width, spec.height) = (w, h);
-            }
-            if let Some(n) = args.count {
-                spec.per_class = n.div_ceil(spec.classes.max(1)).max(1);
-            }
-            let total = spec.classes * spec.per_class;
-            let bar = crate::progress_bar(total as u64, "imagefolder");
-            adapt_synth::imagefolder(out, spec, &|n| bar.inc(n))?;
-            bar.finish();
-            (total, "JPEGs in class folders")
-        }
+    let request = adapt::generate::Request {
+        count: args.count,
+        size: args.size,
+        classes: args.classes,
+        ..adapt::generate::Request::new(args.dataset, args.seed)
     };
-    let out = out
+    let bar = crate::progress_bar(request.total() as u64, &args.dataset.to_string());
+    let total = adapt::generate(&request, &args.out, &|n| bar.inc(n))?;
+    bar.finish();
+    let out = args
+        .out
         .canonicalize()
-        .with_context(|| format!("{}", out.display()))?;
-    println!("wrote {total} {what} to {}", out.display());
+        .with_context(|| format!("{}", args.out.display()))?;
+    println!("wrote {total} {} to {}", request.what(), out.display());
     Ok(())
 }

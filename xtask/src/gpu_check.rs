@@ -15,8 +15,8 @@
 //! after the first epoch. Targets (reported, not checks): pinned H2D of
 //! 2048-batches ≥ 90% of the 256 MiB pinned figure; pinned ≥ 1.5× pageable.
 
-use adapt_loader::{Batch, Loader, LoaderConfig, LoaderError};
-use adapt_transfer::{Device, TransferEngine};
+use adapt::engines::loader::{Batch, LoaderError};
+use adapt::{COPY_DEPTH, Device, Pipeline, Run, RunOptions, TransferEngine};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -34,9 +34,6 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 6)]
     epochs: u64,
 }
-
-/// Copies in flight ahead of the consumer.
-const DEPTH: usize = 4;
 
 /// This thread's time on a CPU so far, in seconds (`schedstat`, ns).
 fn thread_cpu_seconds() -> f64 {
@@ -59,14 +56,15 @@ struct Timed {
 /// asked for its first batch.
 fn timed_epoch(
     engine: &TransferEngine,
-    loader: &mut Loader,
+    run: &mut Run,
     epoch: u64,
     limit: usize,
 ) -> anyhow::Result<Timed> {
     let allocs = engine.device_allocations();
     let (start, cpu) = (Instant::now(), thread_cpu_seconds());
     let (mut samples, mut copies, mut pinned) = (0, 0, 0);
-    for d in engine.epoch(loader.epoch(epoch)?.take(limit), DEPTH) {
+    run.start(epoch)?;
+    for d in engine.epoch(run.batches().take(limit), COPY_DEPTH) {
         let d = d?;
         samples += d.shape[0];
         copies += 1;
@@ -87,13 +85,14 @@ fn timed_epoch(
 /// mismatches).
 fn verified_epoch(
     engine: &TransferEngine,
-    loader: &mut Loader,
+    run: &mut Run,
     epoch: u64,
     limit: usize,
 ) -> anyhow::Result<(usize, usize)> {
     let sent: RefCell<VecDeque<Vec<u8>>> = RefCell::new(VecDeque::new());
-    let batches = loader
-        .epoch(epoch)?
+    run.start(epoch)?;
+    let batches = run
+        .batches()
         .take(limit)
         .inspect(|r: &Result<Batch, LoaderError>| {
             if let Ok(b) = r {
@@ -101,7 +100,7 @@ fn verified_epoch(
             }
         });
     let (mut n, mut bad) = (0, 0);
-    for d in engine.epoch(batches, DEPTH) {
+    for d in engine.epoch(batches, COPY_DEPTH) {
         let d = d?;
         let want = sent.borrow_mut().pop_front().unwrap_or_default();
         n += 1;
@@ -112,7 +111,7 @@ fn verified_epoch(
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    let info = match adapt_transfer::probe() {
+    let info = match adapt::engines::transfer::probe() {
         Ok(i) => i,
         Err(e) => {
             println!(
@@ -137,12 +136,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     for bs in sizes {
         bandwidth.push(bw(bs * sample_bytes)?);
     }
-    adapt_synth::ensure_cifar10(
-        &args.path,
-        adapt_synth::Cifar10Spec::default(),
-        &adapt_synth::no_progress,
-    )?;
-    let opened = adapt_pipeline::open_dataset("cifar10", &args.path, adapt_formats::Split::Train)?;
+    let pipeline: Pipeline = adapt::default_cifar10(&args.path, &|_| {})?;
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
@@ -150,24 +144,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let (mut all_match, mut all_pinned, mut no_steady_allocs) = (true, true, true);
     let mut settings = Vec::new();
     for batch_size in sizes {
-        let make = |pin: bool| -> anyhow::Result<Loader> {
-            let config = LoaderConfig {
+        // Through the front, as every run: the pool is this engine's
+        // (its counters are the ones reported), sized by the shared rule.
+        let make = |pin: bool| -> anyhow::Result<Run> {
+            let options = RunOptions {
                 batch_size,
                 shuffle: true,
                 num_workers: workers,
                 prefetch_factor: Some(2),
                 persistent_workers: true,
                 pin_memory: pin,
-                normalize: opened.default_normalizer(),
-                ..LoaderConfig::default()
+                device: Device::Cuda(0),
+                ..RunOptions::default()
             };
-            // The loader's bound, the copies in flight, the consumer's batch
-            // and the one it just let go.
-            let bound = config.max_in_flight() + DEPTH + 2;
-            Ok(Loader::with_buffers(
-                opened.dataset.clone(),
-                config,
-                engine.pinned_buffers(bound),
+            Ok(Run::open_with_pool(
+                &pipeline,
+                &options,
+                engine.pinned_pool().cloned(),
             )?)
         };
         let mut loaders = [make(false)?, make(true)?];
@@ -220,7 +213,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         "device": info.name,
         "devices": info.devices,
         "workers": workers,
-        "depth": DEPTH,
+        "depth": COPY_DEPTH,
         "bandwidth": bandwidth,
         "cifar10": settings,
         "pinned_pool": engine.pinned_stats().map(|s| serde_json::json!({

@@ -2,7 +2,7 @@
 //! it in a given epoch, to check our readers and transforms against any
 //! other tool.
 
-use adapt_pipeline::{Built, DatasetSpec, Pipeline};
+use adapt::{DatasetSpec, Pipeline};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -67,20 +67,16 @@ pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
 }
 
 impl DatasetArgs {
+    /// The pipeline the flags describe (with the object-store flags
+    /// installed, so a pack at `s3://…` opens with them).
     pub(crate) fn pipeline(&self) -> anyhow::Result<Pipeline> {
+        self.remote.install()?;
         let spec = DatasetSpec {
             test_split: matches!(self.split, SplitArg::Test),
             resize: self.resize,
             ..DatasetSpec::new(self.dataset.clone(), self.path.clone())
         };
         self.pipeline.apply(Pipeline::new(spec))
-    }
-
-    pub(crate) fn open(&self) -> anyhow::Result<(Pipeline, Built)> {
-        self.remote.install()?;
-        let pipeline = self.pipeline()?;
-        let built = pipeline.build()?;
-        Ok((pipeline, built))
     }
 }
 
@@ -110,24 +106,21 @@ pub(crate) enum SplitArg {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let (_, built) = args.source.open()?;
-    let ds = built.dataset();
-    let sample = built
-        .sample(args.index, args.epoch, args.seed)
-        .with_context(|| format!("sample {}", args.index))?;
-    let hwc = sample.hwc_bytes();
+    let pipeline = args.source.pipeline()?;
+    let s = adapt::inspect(&pipeline, args.index, args.epoch, args.seed)?;
+    let hwc = s.sample.hwc_bytes();
     let mut line = serde_json::json!({
         "index": args.index,
         "epoch": args.epoch,
         "seed": args.seed,
-        "label": sample.label,
-        "shape": [sample.shape.height, sample.shape.width, sample.shape.channels],
+        "label": s.sample.label,
+        "shape": [s.sample.shape.height, s.sample.shape.width, s.sample.shape.channels],
         "sha256": hex(&Sha256::digest(&hwc)),
-        "source": ds.source(args.index),
-        "transforms": built.transforms_text(),
+        "source": s.source,
+        "transforms": s.transforms,
     });
-    if let Some(pack) = &built.opened.pack {
-        line["origin"] = pack.origin(args.index)?.into();
+    if let Some(origin) = s.origin {
+        line["origin"] = origin.into();
     }
     println!("{line}");
     if let Some(out) = args.raw_out {

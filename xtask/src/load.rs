@@ -1,8 +1,7 @@
 //! `cargo xtask load`: run epochs through the loader, one JSON line each.
 
 use crate::inspect::{DatasetArgs, hex};
-use adapt_loader::{Distributed, Driver, Launch, Loader, LoaderConfig, LoaderState};
-use adapt_tune::{AutotunedDriver, Machine, MaybeTuned, Profile};
+use adapt::{Autotune, LoaderState, Run, RunOptions};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -76,199 +75,191 @@ pub(crate) struct Args {
     profile: Option<PathBuf>,
 }
 
-fn distributed(arg: Option<&str>) -> anyhow::Result<Option<Distributed>> {
-    Ok(match arg {
-        None => None,
-        Some("auto") => match Launch::from_env()? {
-            Some(l) => {
-                eprintln!(
-                    "{}: rank {} of {}",
-                    l.launcher, l.distributed.rank, l.distributed.world_size
-                );
-                Some(l.distributed)
-            }
-            None => {
-                eprintln!("--distributed auto: no launcher variables, one process");
-                None
-            }
-        },
-        Some(s) => {
-            let (r, w) = s
-                .split_once('/')
-                .with_context(|| format!("--distributed {s:?}: expected auto or RANK/WORLD"))?;
-            let n = |v: &str| {
-                v.trim()
-                    .parse::<usize>()
-                    .with_context(|| format!("--distributed {s:?}"))
-            };
-            Some(Distributed {
-                rank: n(r)?,
-                world_size: n(w)?,
-            })
+fn distributed(arg: Option<&str>) -> anyhow::Result<Option<adapt::Distributed>> {
+    let Some(text) = arg else { return Ok(None) };
+    Ok(match adapt::parse_distributed(text)? {
+        Some((d, launcher)) => {
+            eprintln!("{launcher}: rank {} of {}", d.rank, d.world_size);
+            Some(d)
+        }
+        None => {
+            eprintln!("--distributed auto: no launcher variables, one process");
+            None
         }
     })
 }
 
+impl Args {
+    /// The run's options from the flags.
+    fn run_options(&self) -> anyhow::Result<RunOptions> {
+        if self.profile.is_some() && !self.autotune {
+            bail!("--profile goes with --autotune here (cargo xtask tune --profile tunes offline)");
+        }
+        Ok(RunOptions {
+            batch_size: self.batch_size,
+            shuffle: self.shuffle,
+            drop_last: self.drop_last,
+            seed: self.seed,
+            num_workers: self.num_workers,
+            prefetch_factor: self.prefetch_factor,
+            pin_memory: self.pin_memory,
+            persistent_workers: self.persistent_workers,
+            stream: self.stream,
+            distributed: distributed(self.distributed.as_deref())?,
+            autotune: self.autotune.then(|| Autotune {
+                window: self.autotune_window,
+                profile: self.profile.clone(),
+                ..Autotune::default()
+            }),
+            ..RunOptions::default()
+        })
+    }
+
+    /// The checkpoint to resume from, and where checkpoints go.
+    fn checkpoints(&self) -> anyhow::Result<(Option<LoaderState>, Option<PathBuf>)> {
+        let resume = match &self.resume {
+            Some(path) => Some(
+                LoaderState::from_text(
+                    &std::fs::read_to_string(path)
+                        .with_context(|| format!("reading checkpoint {}", path.display()))?,
+                )
+                .with_context(|| format!("checkpoint {}", path.display()))?,
+            ),
+            None => None,
+        };
+        let checkpoint = self.checkpoint.clone().or_else(|| self.resume.clone());
+        if self.checkpoint_every == Some(0) {
+            bail!("--checkpoint-every must be at least 1");
+        }
+        if self.checkpoint_every.is_some() && checkpoint.is_none() {
+            bail!("--checkpoint-every needs --checkpoint FILE (or --resume FILE)");
+        }
+        Ok((resume, checkpoint))
+    }
+}
+
+/// One epoch's counts and digest.
+struct Epoch {
+    samples: usize,
+    batches: usize,
+    digest: Sha256,
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let (pipeline, built) = args.source.open()?;
-    let sampler = built.opened.pack_sampler(
-        args.stream,
-        args.seed,
-        args.num_workers,
-        args.prefetch_factor,
-        args.batch_size,
-    )?;
-    let config = built.loader_config(LoaderConfig {
-        sampler,
-        batch_size: args.batch_size,
-        shuffle: args.shuffle,
-        drop_last: args.drop_last,
-        seed: args.seed,
-        num_workers: args.num_workers,
-        prefetch_factor: args.prefetch_factor,
-        pin_memory: args.pin_memory,
-        persistent_workers: args.persistent_workers,
-        distributed: distributed(args.distributed.as_deref())?,
-        ..LoaderConfig::default()
-    });
-    let resume = match &args.resume {
-        Some(path) => Some(
-            LoaderState::from_text(
-                &std::fs::read_to_string(path)
-                    .with_context(|| format!("reading checkpoint {}", path.display()))?,
-            )
-            .with_context(|| format!("checkpoint {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let checkpoint = args.checkpoint.clone().or_else(|| args.resume.clone());
-    if args.checkpoint_every == Some(0) {
-        bail!("--checkpoint-every must be at least 1");
-    }
-    if args.checkpoint_every.is_some() && checkpoint.is_none() {
-        bail!("--checkpoint-every needs --checkpoint FILE (or --resume FILE)");
-    }
-    if args.profile.is_some() && !args.autotune {
-        bail!("--profile goes with --autotune here (cargo xtask tune --profile tunes offline)");
-    }
-    let machine = Machine::detect();
-    let identity = built.identity();
-    let mut profile = match &args.profile {
-        Some(p) => Some(Profile::load(p)?),
-        None => None,
-    };
-    let start_knobs = profile
-        .as_ref()
-        .and_then(|p| p.lookup(&identity, args.batch_size, &machine))
-        .map(|e| e.knobs);
-    let driver = Driver::new(Loader::new(built.dataset(), config)?);
-    let mut runner = if args.autotune {
-        MaybeTuned::Tuned(AutotunedDriver::new(
-            driver,
-            &machine,
-            start_knobs,
-            args.autotune_window,
-            2,
-        )?)
-    } else {
-        MaybeTuned::Fixed(driver)
-    };
-    let mut saved = false;
+    let pipeline = args.source.pipeline()?;
+    let options = args.run_options()?;
+    let (resume, checkpoint) = args.checkpoints()?;
+    let mut run = Run::open(&pipeline, &options)?;
     eprintln!(
         "{}",
-        serde_json::json!({ "pipeline": built.describe(&pipeline) })
+        serde_json::json!({ "pipeline": run.info().description })
     );
     let first = resume.as_ref().map_or(0, |s| s.epoch);
     for epoch in first..args.epochs {
         let start = Instant::now();
-        let mut digest = Sha256::new();
-        let (mut samples, mut batches) = (0usize, 0usize);
         match &resume {
-            Some(state) if epoch == first => runner.driver().resume(state)?,
-            _ => runner.driver().start(epoch)?,
+            Some(state) if epoch == first => run.resume(state)?,
+            _ => run.start(epoch)?,
         };
-        while let Some(batch) = runner.next(&mut || false) {
-            let batch = batch.with_context(|| format!("epoch {epoch}"))?;
-            if !args.no_digest {
-                // Native byte order: little-endian on every machine we run on,
-                // so an f32 batch hashes as its values' little-endian bytes.
-                digest.update(batch.bytes());
-                for l in batch.labels() {
-                    digest.update(l.to_le_bytes());
-                }
-            }
-            if args.print_batches {
-                let mut one = Sha256::new();
-                one.update(batch.bytes());
-                for l in batch.labels() {
-                    one.update(l.to_le_bytes());
-                }
-                let line = serde_json::json!({
-                    "epoch": epoch,
-                    "batch": batch.number(),
-                    "indices": batch.indices(),
-                    "sha256": hex(&one.finalize()),
-                });
-                println!("{line}");
-            }
-            samples += batch.len();
-            batches += 1;
-            drop(batch);
-            if let Some(ms) = args.step_ms {
-                std::thread::sleep(std::time::Duration::from_millis(ms));
-            }
-            if args
-                .checkpoint_every
-                .is_some_and(|n| batches.is_multiple_of(n))
-            {
-                save_checkpoint(runner.driver(), checkpoint.as_deref())?;
-            }
-        }
-        // And at the epoch's end (a resume from it starts the next epoch).
-        if args.checkpoint_every.is_some() {
-            save_checkpoint(runner.driver(), checkpoint.as_deref())?;
-        }
-        let seconds = start.elapsed().as_secs_f64();
-        let knobs = runner.driver().loader().config().clone();
-        let mut line = serde_json::json!({
-            "epoch": epoch,
-            "seconds": seconds,
-            "samples": samples,
-            "batches": batches,
-            "samples_per_s": samples as f64 / seconds,
-            "digest": if args.no_digest { serde_json::Value::Null } else { hex(&digest.finalize()).into() },
-            "num_workers": knobs.num_workers,
-            "prefetch_factor": knobs.prefetch_factor,
-        });
-        if let Some(a) = runner.tuned() {
-            let waits = a.waits();
-            let tail = &waits[waits.len() - waits.len().min(batches)..];
-            line["mean_wait_ms"] =
-                (tail.iter().sum::<f64>() / tail.len().max(1) as f64 * 1e3).into();
-            line["autotune"] = serde_json::json!({
-                "settled": a.tuner().settled().map(|k| k.to_string()),
-                "tried": a.tuner().tried().iter()
-                    .map(|(k, w)| serde_json::json!({ "knobs": k.to_string(), "mean_wait_ms": w * 1e3 }))
-                    .collect::<Vec<_>>(),
-            });
-            if let (Some(k), Some(p), Some(path), false) =
-                (a.tuner().settled(), profile.as_mut(), &args.profile, saved)
-            {
-                p.insert_settled(&identity, args.batch_size, &machine, k);
-                p.save(path)?;
-                saved = true;
-            }
-        }
-        println!("{line}");
+        let counted = run_epoch(&args, &mut run, epoch, checkpoint.as_deref())?;
+        println!(
+            "{}",
+            epoch_line(&args, &run, epoch, counted, start.elapsed())
+        );
     }
     Ok(())
 }
 
-/// Writes the driver's checkpoint (when an epoch runs) to `path` atomically.
-fn save_checkpoint(driver: &Driver, path: Option<&std::path::Path>) -> anyhow::Result<()> {
-    if let (Some(path), Some(state)) = (path, driver.state()) {
-        let text = state.to_text();
-        adapt_formats::write_atomically(path, |w| w.write_all(text.as_bytes()))?;
+/// Runs the epoch started on `run`: digests, per-batch lines, the
+/// consumer's step, checkpoints.
+fn run_epoch(
+    args: &Args,
+    run: &mut Run,
+    epoch: u64,
+    checkpoint: Option<&std::path::Path>,
+) -> anyhow::Result<Epoch> {
+    let mut e = Epoch {
+        samples: 0,
+        batches: 0,
+        digest: Sha256::new(),
+    };
+    while let Some(batch) = run.next(&mut || false) {
+        let batch = batch.with_context(|| format!("epoch {epoch}"))?;
+        if !args.no_digest {
+            // Native byte order: little-endian on every machine we run on,
+            // so an f32 batch hashes as its values' little-endian bytes.
+            hash_batch(&mut e.digest, &batch);
+        }
+        if args.print_batches {
+            let mut one = Sha256::new();
+            hash_batch(&mut one, &batch);
+            let line = serde_json::json!({
+                "epoch": epoch,
+                "batch": batch.number(),
+                "indices": batch.indices(),
+                "sha256": hex(&one.finalize()),
+            });
+            println!("{line}");
+        }
+        e.samples += batch.len();
+        e.batches += 1;
+        drop(batch);
+        if let Some(ms) = args.step_ms {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+        if let Some(path) = checkpoint
+            && args
+                .checkpoint_every
+                .is_some_and(|n| e.batches.is_multiple_of(n))
+        {
+            run.write_state(path)?;
+        }
     }
-    Ok(())
+    // And at the epoch's end (a resume from it starts the next epoch).
+    if let (Some(path), Some(_)) = (checkpoint, args.checkpoint_every) {
+        run.write_state(path)?;
+    }
+    Ok(e)
+}
+
+fn hash_batch(digest: &mut Sha256, batch: &adapt::Batch) {
+    digest.update(batch.bytes());
+    for l in batch.labels() {
+        digest.update(l.to_le_bytes());
+    }
+}
+
+/// The epoch's JSON line.
+fn epoch_line(
+    args: &Args,
+    run: &Run,
+    epoch: u64,
+    e: Epoch,
+    took: std::time::Duration,
+) -> serde_json::Value {
+    let seconds = took.as_secs_f64();
+    let knobs = run.config();
+    let mut line = serde_json::json!({
+        "epoch": epoch,
+        "seconds": seconds,
+        "samples": e.samples,
+        "batches": e.batches,
+        "samples_per_s": e.samples as f64 / seconds,
+        "digest": if args.no_digest { serde_json::Value::Null } else { hex(&e.digest.finalize()).into() },
+        "num_workers": knobs.num_workers,
+        "prefetch_factor": knobs.prefetch_factor,
+        "page_locked": run.info().page_locked,
+    });
+    if let Some(a) = run.autotune() {
+        let waits = a.waits();
+        let tail = &waits[waits.len() - waits.len().min(e.batches)..];
+        line["mean_wait_ms"] = (tail.iter().sum::<f64>() / tail.len().max(1) as f64 * 1e3).into();
+        line["autotune"] = serde_json::json!({
+            "settled": a.tuner().settled().map(|k| k.to_string()),
+            "tried": a.tuner().tried().iter()
+                .map(|(k, w)| serde_json::json!({ "knobs": k.to_string(), "mean_wait_ms": w * 1e3 }))
+                .collect::<Vec<_>>(),
+        });
+    }
+    line
 }

@@ -2,7 +2,7 @@
 //! object store), or verify a pack (against its source too).
 
 use crate::remote_args::RemoteArgs;
-use adapt_pack::{Codec, Manifest, PackOptions, SourceInfo, Store};
+use adapt::{Codec, DatasetSpec, PackOptions, RemoteOptions, Store};
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -45,71 +45,64 @@ pub(crate) struct Args {
     remote: RemoteArgs,
 }
 
+impl Args {
+    /// The source the flags name (`--dataset` and `--path`), if both are given.
+    fn source(&self) -> anyhow::Result<Option<DatasetSpec>> {
+        match (&self.dataset, &self.path) {
+            (Some(kind), Some(path)) => Ok(Some(DatasetSpec::new(kind.clone(), path.clone()))),
+            (None, None) => Ok(None),
+            _ => bail!("the source is given by both --dataset and --path"),
+        }
+    }
+
+    fn pack_options(&self) -> anyhow::Result<PackOptions> {
+        let store = self.store.parse::<Store>()?;
+        Ok(PackOptions {
+            shard_size: self.shard_size,
+            seed: self.seed,
+            store,
+            codec: match &self.codec {
+                Some(c) => c.parse::<Codec>()?,
+                None => PackOptions::default_codec(store),
+            },
+            zstd_level: self.zstd_level,
+            overwrite: self.overwrite,
+            ..PackOptions::default()
+        })
+    }
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let remote = args.remote.install()?;
     if let Some(pack) = &args.verify {
         return verify(&args, pack, &remote);
     }
-    let (Some(kind), Some(path), Some(out)) = (&args.dataset, &args.path, &args.out) else {
+    let (Some(source), Some(out)) = (args.source()?, &args.out) else {
         bail!("shard needs --dataset, --path and --out (or --verify PACK)");
     };
-    if kind == "pack" {
-        bail!("the source must be a dataset format, not a pack");
-    }
-    let opened = adapt_pipeline::open_dataset(kind, path, adapt_formats::Split::Train)?;
-    let store = args.store.parse::<Store>()?;
-    let options = PackOptions {
-        shard_size: args.shard_size,
-        seed: args.seed,
-        store,
-        codec: match &args.codec {
-            Some(c) => c.parse::<Codec>()?,
-            None => PackOptions::default_codec(store),
-        },
-        zstd_level: args.zstd_level,
-        overwrite: args.overwrite,
-        ..PackOptions::default()
-    };
-    let source = SourceInfo {
-        dataset: kind.clone(),
-        path: path.display().to_string(),
-        class_names: opened.class_names,
-    };
+    let options = args.pack_options()?;
     // (The source is read twice: first to digest its content — what ties
     // the pack to it —, then to pack; the bar counts the second pass.)
-    let bar = crate::progress_bar(opened.dataset.len() as u64, "packing");
+    let bar = crate::progress_bar(adapt::pack::source_len(&source)? as u64, "packing");
     let start = Instant::now();
-    let out_text = out.display().to_string();
-    let m = if adapt_remote::is_remote(&out_text) {
-        let (m, r) = adapt_remote::publish(
-            &*opened.dataset,
-            &source,
-            &out_text,
-            &options,
-            &remote,
-            &|n| bar.inc(n),
-        )
-        .with_context(|| format!("publishing to {out_text}"))?;
-        bar.finish_and_clear();
+    let dest = out.display().to_string();
+    let written = adapt::pack::write(&source, &dest, &options, &remote, &|n| bar.inc(n))
+        .with_context(|| format!("packing into {dest}"))?;
+    bar.finish_and_clear();
+    if let Some(r) = &written.upload {
         println!(
-            "{out_text}: uploaded {} shards ({:.1} MiB), {} already there, {} old objects removed",
+            "{dest}: uploaded {} shards ({:.1} MiB), {} already there, {} old objects removed",
             r.uploaded,
             r.bytes as f64 / (1u64 << 20) as f64,
             r.skipped,
             r.removed
         );
-        m
-    } else {
-        let m = adapt_pack::write_pack(&*opened.dataset, &source, out, &options, &|n| bar.inc(n))
-            .with_context(|| format!("packing into {}", out.display()))?;
-        bar.finish_and_clear();
-        m
-    };
+    }
+    let m = &written.manifest;
     let secs = start.elapsed().as_secs_f64();
     let bytes: u64 = m.shards.iter().map(|s| s.bytes).sum();
     println!(
-        "{}: {} samples in {} shards ({:?}, {}), {:.1} MiB, {:.1} s ({:.0} samples/s)",
-        out.display(),
+        "{dest}: {} samples in {} shards ({:?}, {}), {:.1} MiB, {:.1} s ({:.0} samples/s)",
         m.samples,
         m.shards.len(),
         m.store,
@@ -121,30 +114,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn verify(
-    args: &Args,
-    pack: &std::path::Path,
-    remote: &adapt_remote::RemoteOptions,
-) -> anyhow::Result<()> {
+fn verify(args: &Args, pack: &std::path::Path, remote: &RemoteOptions) -> anyhow::Result<()> {
     let text = pack.display().to_string();
-    let (r, manifest) = if adapt_remote::is_remote(&text) {
-        let r = adapt_remote::verify_pack(&text, remote)?;
-        let storage = adapt_remote::RemoteStorage::connect(&text, remote)?;
-        (r, Manifest::load_from(&storage)?)
-    } else {
-        (adapt_pack::verify(pack)?, Manifest::load(pack)?)
-    };
-    let against = match (&args.dataset, &args.path) {
-        (Some(kind), Some(path)) => {
-            let opened = adapt_pipeline::open_dataset(kind, path, adapt_formats::Split::Train)?;
-            adapt_pack::check_source(&manifest, pack, &*opened.dataset)?;
-            format!(", made from {} as it is now", path.display())
-        }
-        (None, None) => String::new(),
-        _ => bail!("--verify checks against a source given by both --dataset and --path"),
+    let against = args.source()?;
+    let r = adapt::pack::verify(&text, against.as_ref(), remote)?;
+    let made_from = match &against {
+        Some(s) => format!(", made from {} as it is now", s.path.display()),
+        None => String::new(),
     };
     println!(
-        "{text}: ok, {} shards, {} frames, {} samples, {:.1} MiB{against}",
+        "{text}: ok, {} shards, {} frames, {} samples, {:.1} MiB{made_from}",
         r.shards,
         r.frames,
         r.samples,

@@ -2,10 +2,9 @@
 //! full-size CIFAR-10 under `datasets/cifar10` (generated if absent) at
 //! batch size 128 with the AVL search.
 
-use adapt_search::{AvlOptions, NoisePolicy};
-use adapt_tune::{DatasetChoice, Report, Strategy, TrialSpec, TuneOptions};
+use adapt::{AvlOptions, DatasetSpec, Pipeline, Report, TrialSpec, TuneOptions};
 use anyhow::{Context, bail};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -27,8 +26,8 @@ pub(crate) struct Args {
     #[arg(long, value_delimiter = ',', default_value = "128")]
     batch_size: Vec<usize>,
     /// avl, grid or both (both reproduces the paper's Table 1).
-    #[arg(long, value_enum, default_value = "avl")]
-    strategy: StrategyArg,
+    #[arg(long, default_value = "avl")]
+    strategy: String,
     /// Memory budget for batches in flight, e.g. 4G or 512M (default: half
     /// of the available memory).
     #[arg(long)]
@@ -102,35 +101,69 @@ pub(crate) struct Args {
     replay_noise: f64,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum StrategyArg {
-    Avl,
-    Grid,
-    Both,
-}
-
-fn parse_bytes(s: &str) -> anyhow::Result<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => bail!("unknown unit in {s:?} (use K, M, G or T)"),
-            };
-            (&s[..i], m)
-        }
-        _ => (s, 1),
-    };
-    let n: f64 = num
-        .parse()
-        .with_context(|| format!("memory budget {s:?}"))?;
-    if !(n.is_finite() && n > 0.0) {
-        bail!("memory budget {s:?} must be positive");
+impl Args {
+    /// The pipeline tuned: `--dataset`/`--path` with the steps and output,
+    /// or the main job's default CIFAR-10 (generated when absent).
+    fn pipeline(&self, progress: adapt::Progress<'_>) -> anyhow::Result<Pipeline> {
+        let base = match (&self.dataset, &self.path) {
+            (None, None) => adapt::default_cifar10(
+                Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10")),
+                progress,
+            )?,
+            (Some(kind), Some(path)) => Pipeline::new(DatasetSpec {
+                resize: self.resize,
+                ..DatasetSpec::new(kind.clone(), path.clone())
+            }),
+            (Some(_), None) => {
+                bail!("--dataset needs --path (the folder holding the dataset's files)")
+            }
+            (None, Some(_)) => bail!("--path needs --dataset"),
+        };
+        self.pipeline.apply(base)
     }
-    Ok((n * mult as f64) as u64)
+
+    fn options(&self, pipeline: Pipeline) -> anyhow::Result<TuneOptions> {
+        let positive = |what: &str, v: f64| -> anyhow::Result<std::time::Duration> {
+            if v.is_finite() && v > 0.0 {
+                Ok(std::time::Duration::from_secs_f64(v))
+            } else {
+                bail!("{what} {v} must be a positive number of seconds")
+            }
+        };
+        let budget_bytes = match self.budget_mem.as_deref() {
+            Some(b) => Some(
+                adapt::parse_bytes(b)
+                    .filter(|&n| n > 0)
+                    .with_context(|| format!("--budget-mem {b:?}: expected e.g. 4G or 512M"))?,
+            ),
+            None => None,
+        };
+        Ok(TuneOptions {
+            pipeline,
+            batch_sizes: self.batch_size.clone(),
+            strategy: self.strategy.parse()?,
+            budget_bytes,
+            trial: TrialSpec {
+                samples: self.trial_samples,
+                epochs: self.trial_epochs,
+                seed: self.seed,
+            },
+            avl: if self.plain {
+                AvlOptions::plain()
+            } else {
+                TuneOptions::REFINED_AVL
+            },
+            final_repeats: self.final_repeats,
+            final_samples: self.final_samples,
+            profile: self.profile.clone(),
+            retune: self.retune,
+            trial_seconds: (self.trial_seconds > 0.0).then_some(self.trial_seconds),
+            noise_repeats: self.noise_repeats,
+            step: adapt::step_from_ms(self.step_ms)?,
+            metric: self.metric.clone(),
+            trial_timeout: positive("--trial-timeout", self.trial_timeout)?,
+        })
+    }
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
@@ -138,73 +171,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     if let Some(file) = &args.replay {
         return replay(file, args.replay_seeds, args.replay_noise);
     }
-    let dataset = match (&args.dataset, &args.path) {
-        (None, None) => DatasetChoice::DefaultCifar10(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../datasets/cifar10"
-        ))),
-        (Some(kind), Some(path)) => DatasetChoice::Named {
-            kind: kind.clone(),
-            path: path.clone(),
-        },
-        (Some(_), None) => bail!("--dataset needs --path (the folder holding the dataset's files)"),
-        (None, Some(_)) => bail!("--path needs --dataset"),
-    };
-    let options = TuneOptions {
-        dataset,
-        batch_sizes: args.batch_size.clone(),
-        strategy: match args.strategy {
-            StrategyArg::Avl => Strategy::Avl,
-            StrategyArg::Grid => Strategy::Grid,
-            StrategyArg::Both => Strategy::Both,
-        },
-        budget_bytes: args.budget_mem.as_deref().map(parse_bytes).transpose()?,
-        trial: TrialSpec {
-            samples: args.trial_samples,
-            epochs: args.trial_epochs,
-            seed: args.seed,
-        },
-        avl: if args.plain {
-            AvlOptions::plain()
-        } else {
-            TuneOptions::default().avl
-        },
-        final_repeats: args.final_repeats,
-        final_samples: args.final_samples,
-        profile: args.profile.clone(),
-        retune: args.retune,
-        resize: args.resize,
-        transforms: args
-            .pipeline
-            .transform
-            .as_deref()
-            .map(adapt_pipeline::parse_transforms)
-            .transpose()?,
-        output: args
-            .pipeline
-            .output
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!(e))?,
-        exact_decode: args.pipeline.exact_decode,
-        trial_seconds: (args.trial_seconds > 0.0).then_some(args.trial_seconds),
-        noise_repeats: args.noise_repeats,
-        step: match args.step_ms {
-            Some(ms) if ms.is_finite() && ms >= 0.0 => {
-                Some(std::time::Duration::from_secs_f64(ms / 1e3))
-            }
-            Some(ms) => bail!("--step-ms {ms} must be a non-negative number"),
-            None => None,
-        },
-        metric: args.metric.clone(),
-        trial_timeout: if args.trial_timeout.is_finite() && args.trial_timeout > 0.0 {
-            std::time::Duration::from_secs_f64(args.trial_timeout)
-        } else {
-            bail!(
-                "--trial-timeout {} must be a positive number of seconds",
-                args.trial_timeout
-            )
-        },
-    };
     // Outputs are checked before the run, not after it.
     for out in [args.json.as_ref(), args.plot.as_ref()]
         .into_iter()
@@ -224,8 +190,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let progress = |m: &str| bar.set_message(m.to_owned());
     let report = match &args.command {
-        Some(cmd) => adapt_tune::tune_command(cmd, &options, &progress)?,
-        None => adapt_tune::run(&options, &progress)?,
+        Some(cmd) => {
+            let options = args.options(Pipeline::new(DatasetSpec::new("command", "")))?;
+            adapt::tune_command(cmd, &options, &progress)?
+        }
+        None => {
+            let options = args.options(args.pipeline(&progress)?)?;
+            adapt::tune(&options, &progress)?
+        }
     };
     bar.finish_and_clear();
     print!("{}", report.table());
@@ -243,38 +215,14 @@ fn write_outputs(
         println!("report: {}", path.display());
     }
     if let Some(path) = plot {
-        adapt_tune::write_svg(report, path)?;
+        adapt::write_svg(report, path)?;
         println!("plot: {}", path.display());
     }
     Ok(())
 }
 
-fn replay(file: &PathBuf, seeds: usize, noise: f64) -> anyhow::Result<()> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let report: Report = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a tune report", file.display()))?;
-    let strategies = [
-        ("plain", AvlOptions::plain()),
-        (
-            "refined",
-            AvlOptions {
-                refine: true,
-                noise: NoisePolicy::OFF,
-            },
-        ),
-        ("refined+race", {
-            // The threshold the live tuner would measure on this noise:
-            // the trimmed range of 5 trials of a uniform ±noise is 2/3 of
-            // it on average (the default 5% without noise).
-            let mut avl = TuneOptions::default().avl;
-            if noise > 0.0 {
-                avl.noise.threshold = (noise * 2.0 / 3.0).clamp(0.01, 0.5);
-            }
-            avl
-        }),
-    ];
-    let stats = adapt_tune::replay(&report, &strategies, seeds, noise)?;
+fn replay(file: &Path, seeds: usize, noise: f64) -> anyhow::Result<()> {
+    let stats = adapt::replay(file, seeds, noise)?;
     println!(
         "replay of {} over {seeds} seeds, noise ±{:.0}%",
         file.display(),

@@ -1,3 +1,6 @@
+//! Concatenation of datasets: one index space over several, each sample read
+//! from the dataset that holds it.
+
 use crate::{Dataset, Encoded, Error, Read, Sample, Shape};
 use std::sync::Arc;
 

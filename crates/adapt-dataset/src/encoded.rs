@@ -1,3 +1,6 @@
+//! A sample's encoded form (the file's bytes) and the fixed steps a reader
+//! applies after decoding it, for reduced-scale decoding.
+
 use crate::{CropBox, Shape};
 
 /// What a reader still does to a decoded image to produce the sample: the

@@ -1,3 +1,5 @@
+//! The dataset vocabulary's error type.
+
 use crate::Shape;
 
 /// Errors of the dataset vocabulary. Readers in other crates wrap their own

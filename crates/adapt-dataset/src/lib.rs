@@ -9,7 +9,7 @@
 //!
 //! The key design choice is that every step is *allocation-aware*: a worker
 //! keeps one [`Sample`] and one [`Scratch`] alive and reuses them for every
-//! sample it touches ([`Dataset::get_into`], [`Transform::apply`]), and
+//! sample it touches ([`Dataset::read`], [`Transform::apply`]), and
 //! normalisation writes into a slice the loader owns (a pooled or pinned batch
 //! buffer). At tens of thousands of samples per second, a per-sample
 //! allocation is visible.

@@ -1,3 +1,6 @@
+//! Collation writers: u8 pixels to normalised f32 CHW, or to u8 CHW / HWC,
+//! into a caller's slice.
+
 use crate::{Error, Layout, SampleView};
 
 /// u8 HWC (or planar) pixels → f32 CHW, scaled to [0, 1] and normalised by
@@ -77,7 +80,7 @@ impl Normalize {
     }
 
     /// Writes `sample` (a [`Sample::view`](crate::Sample::view) or a view
-    /// from [`Dataset::view`](crate::Dataset::view)) as normalised f32 CHW
+    /// lent by [`Dataset::read`](crate::Dataset::read)) as normalised f32 CHW
     /// into `out`, which must hold exactly `sample.shape.len()` values.
     pub fn write_chw(&self, sample: SampleView<'_>, out: &mut [f32]) -> Result<(), Error> {
         sample.validate()?;

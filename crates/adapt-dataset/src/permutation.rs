@@ -1,3 +1,5 @@
+//! Seeded permutations of an epoch's indices (ChaCha8), and the FNV-1a hash.
+
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 

@@ -1,3 +1,5 @@
+//! One sample: u8 pixels with their shape, layout and label, and views of it.
+
 use crate::Error;
 use std::fmt;
 

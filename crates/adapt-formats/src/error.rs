@@ -1,3 +1,6 @@
+//! The readers' error type: every variant names the file, and the record or
+//! line where there is one.
+
 use adapt_dataset::Shape;
 use std::path::PathBuf;
 

@@ -1,3 +1,6 @@
+//! A batch as the consumer receives it: its pooled buffer, shape, labels and
+//! indices.
+
 use crate::pool::{BatchPool, Storage};
 use crate::{HostBuffer, OutputFormat};
 use adapt_dataset::Shape;

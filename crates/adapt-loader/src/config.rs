@@ -1,3 +1,6 @@
+//! The loader's configuration: PyTorch's knobs, the sampler, the transform
+//! and the output.
+
 use crate::LoaderError;
 use adapt_dataset::{Normalize, ScaledDecode, Transform};
 use std::sync::Arc;

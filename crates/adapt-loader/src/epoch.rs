@@ -1,3 +1,6 @@
+//! One epoch: tasks to the workers, results back in sampler order through a
+//! reorder window, errors instead of hangs.
+
 use crate::worker::{Context, Done, Task, WorkerState, Workers, build, inline_state};
 use crate::{Batch, Loader, LoaderConfig, LoaderError, LoaderState, Segment};
 use crossbeam_channel::RecvTimeoutError;

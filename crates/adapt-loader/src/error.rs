@@ -1,3 +1,5 @@
+//! The loader's error type: each variant names the batch, sample or option.
+
 use std::time::Duration;
 
 /// Errors of the loader. Each names the batch (and sample) at fault.

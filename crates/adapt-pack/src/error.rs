@@ -1,3 +1,5 @@
+//! The pack crate's error type: damage names the shard and frame.
+
 use std::path::PathBuf;
 
 /// Errors of the pack writer, reader and verifier. Each names the pack,

@@ -1,3 +1,6 @@
+//! The pack manifest: shards, store, codec, the source's digest (JSON,
+//! written last).
+
 use crate::PackError;
 use crate::storage::{LocalStorage, PackStorage};
 use serde::{Deserialize, Serialize};

@@ -1,3 +1,5 @@
+//! The pipeline crate's error type.
+
 /// Errors of pipeline descriptions and of opening their data.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -31,6 +33,16 @@ pub enum PipelineError {
     /// An option that does not apply to this dataset (`--stream` on loose files).
     #[error("{0}")]
     Option(String),
+    /// A sample that could not be read or transformed (`inspect`).
+    #[error("sample {index} ({origin}): {source}")]
+    Sample {
+        /// The sample's index.
+        index: usize,
+        /// Where it lives (the reader's provenance: file and record).
+        origin: String,
+        /// The reader's or the step's error (downcastable).
+        source: adapt_dataset::Error,
+    },
     /// A serialised pipeline that cannot be read.
     #[error("pipeline description: {0}")]
     Description(String),

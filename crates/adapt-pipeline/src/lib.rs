@@ -326,8 +326,11 @@ impl Built {
     /// knobs.
     pub fn sample(&self, index: usize, epoch: u64, seed: u64) -> Result<Sample, PipelineError> {
         let ds = &self.opened.dataset;
-        let read_err =
-            |e: adapt_dataset::Error| PipelineError::Option(format!("{}: {e}", ds.source(index)));
+        let read_err = |e: adapt_dataset::Error| PipelineError::Sample {
+            index,
+            origin: ds.source(index),
+            source: e,
+        };
         let mut sample = Sample::default();
         let mut scratch = Scratch::with_rng(SampleRng::new(seed, epoch, ds.draw_key(index)));
         // The loader's own path: reduced decoding of encoded images where

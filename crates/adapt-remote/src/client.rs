@@ -78,6 +78,17 @@ pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// Makes ring the process's TLS crypto provider, once, unless the program
+/// installed one of its own: reqwest is built without a provider of its own
+/// (aws-lc-rs is the default, and by far the slowest part of the build).
+fn install_crypto() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        // An error means a provider is already installed: that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// A pack location in a store, connected.
 #[derive(Clone, Debug)]
 pub struct Remote {
@@ -89,6 +100,7 @@ impl Remote {
     /// A client for `url` with `options` (and the `AWS_*` variables for
     /// whatever the options leave unset).
     pub fn connect(url: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
+        install_crypto();
         let parsed = RemoteUrl::parse(url)?;
         let mut b = AmazonS3Builder::from_env().with_bucket_name(&parsed.bucket);
         if let Some(e) = &options.endpoint {

@@ -1,3 +1,6 @@
+//! The object-store crate's error type: every remote error names the object's
+//! URL.
+
 /// Errors of publishing a pack to object storage.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,3 +1,6 @@
+//! Where `s3://` packs are and how much of them to keep locally: endpoint,
+//! region, credentials, cache; and the one size grammar.
+
 use std::path::PathBuf;
 use std::sync::RwLock;
 use std::time::Duration;
@@ -73,9 +76,17 @@ impl RemoteOptions {
     }
 }
 
-/// `123`, `64K`, `512M`, `8G` (binary units).
+/// A size in bytes, the one grammar every flag and variable uses: a whole
+/// or decimal number, then an optional binary unit `K`, `M`, `G` or `T`
+/// (either case), then optionally `B` or `iB`: `123`, `64K`,
+/// `512M`, `1.5G`, `8GiB`. `None` for anything else, a negative number or
+/// a size past `u64::MAX`.
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
     let (num, shift) = match t.char_indices().last()? {
         (i, 'K' | 'k') => (&t[..i], 10),
         (i, 'M' | 'm') => (&t[..i], 20),
@@ -83,7 +94,14 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
         (i, 'T' | 't') => (&t[..i], 40),
         _ => (t, 0),
     };
-    num.trim().parse::<u64>().ok()?.checked_mul(1u64 << shift)
+    let num = num.trim();
+    if let Ok(n) = num.parse::<u64>() {
+        return n.checked_mul(1u64 << shift);
+    }
+    let x: f64 = num.parse().ok()?;
+    let bytes = x * (1u64 << shift) as f64;
+    // 2^64 itself is not representable: stay strictly below it.
+    (x.is_finite() && x >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
 fn default_cache_dir() -> PathBuf {
@@ -126,6 +144,12 @@ mod tests {
         assert_eq!(parse_bytes("123"), Some(123));
         assert_eq!(parse_bytes("64K"), Some(64 << 10));
         assert_eq!(parse_bytes("8G"), Some(8 << 30));
+        assert_eq!(parse_bytes("1.5G"), Some(3 << 29));
+        assert_eq!(parse_bytes("8GiB"), Some(8 << 30));
+        assert_eq!(parse_bytes("512MB"), Some(512 << 20));
+        assert_eq!(parse_bytes("0"), Some(0));
+        assert_eq!(parse_bytes("-1G"), None);
+        assert_eq!(parse_bytes("1B"), Some(1));
         assert_eq!(parse_bytes("x"), None);
         assert_eq!(parse_bytes("99999999999T"), None);
     }

@@ -23,6 +23,8 @@ pub const SECRET_KEY: &str = "adapt-test-secret";
 struct Shared {
     gets: AtomicUsize,
     puts: AtomicUsize,
+    /// PUT requests that were parts of multipart uploads.
+    parts: AtomicUsize,
     other: AtomicUsize,
     bytes_out: AtomicU64,
     delay_ms: AtomicU64,
@@ -170,6 +172,11 @@ impl S3Server {
         self.shared.puts.load(Ordering::Relaxed)
     }
 
+    /// PUT requests that were parts of a multipart upload.
+    pub fn parts(&self) -> usize {
+        self.shared.parts.load(Ordering::Relaxed)
+    }
+
     /// Bytes of GET response bodies (as the objects' sizes say).
     pub fn bytes_out(&self) -> u64 {
         self.shared.bytes_out.load(Ordering::Relaxed)
@@ -213,6 +220,10 @@ async fn handle(
                 shared.puts_left.fetch_sub(1, Ordering::Relaxed);
             }
             shared.puts.fetch_add(1, Ordering::Relaxed);
+            // UploadPart is a PUT with the part's number in its query.
+            if req.uri().query().is_some_and(|q| q.contains("partNumber=")) {
+                shared.parts.fetch_add(1, Ordering::Relaxed);
+            }
         }
         _ => {
             shared.other.fetch_add(1, Ordering::Relaxed);

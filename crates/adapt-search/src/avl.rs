@@ -1,3 +1,6 @@
+//! The AVL-tree search of the ADaPT paper: one balanced tree per parameter,
+//! nested by priority, with optional refinement and a noise race.
+
 use crate::runner::Runner;
 use crate::{Config, Objective, Space, Tree, Trial, Value};
 use serde::Serialize;

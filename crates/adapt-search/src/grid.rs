@@ -1,3 +1,5 @@
+//! The grid search baseline: every configuration once, ranked.
+
 use crate::runner::{Outcome, Runner};
 use crate::{Config, Objective, Space, Trial};
 use serde::Serialize;

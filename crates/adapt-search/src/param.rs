@@ -1,3 +1,5 @@
+//! Parameters, their domains and configurations: the space a search walks.
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;

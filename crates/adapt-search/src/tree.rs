@@ -1,3 +1,5 @@
+//! The balanced binary search tree over one parameter's sorted domain.
+
 /// A balanced binary search tree over a sorted domain of `n` values, built
 /// by taking the middle element as the root (the upper middle for an even
 /// count) and recursing on each half. It satisfies the AVL balance property

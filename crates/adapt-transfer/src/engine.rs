@@ -195,6 +195,11 @@ impl TransferEngine {
         })
     }
 
+    /// The engine's page-locked pool itself; `None` on the host backend.
+    pub fn pinned_pool(&self) -> Option<&Arc<PinnedPool>> {
+        self.cuda.as_ref().map(|c| &c.pinned)
+    }
+
     /// The page-locked pool's counters; `None` on the host backend.
     pub fn pinned_stats(&self) -> Option<PinnedStats> {
         self.cuda.as_ref().map(|c| c.pinned.stats())

@@ -1,3 +1,5 @@
+//! The transfer engine's error type.
+
 /// Errors of the transfer engine.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -30,3 +30,17 @@ pub use pinned::{
     PinnedStats,
 };
 pub use probe::{CudaInfo, Device, driver_present, probe};
+
+/// Device copies kept in flight ahead of the consumer ([`TransferEngine::epoch`]'s
+/// depth) by every front: a run, a tuning trial, the GPU check.
+pub const COPY_DEPTH: usize = 2;
+
+/// The one sizing rule of a page-locked pool for a loader with `config`:
+/// the loader's in-flight bound, the device copies in flight
+/// ([`COPY_DEPTH`]), the batch the consumer holds and the one it just let
+/// go (still in the pool's hands until it is given back). Every front —
+/// `Run`, the tuner's trials, the GPU check — sizes its pool by this, so a
+/// trial times the pool a run uses.
+pub fn pinned_pool_size(config: &adapt_loader::LoaderConfig) -> usize {
+    config.max_in_flight() + COPY_DEPTH + 2
+}

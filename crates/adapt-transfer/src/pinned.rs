@@ -81,6 +81,11 @@ impl PinnedPool {
         self.max.fetch_max(max, Ordering::SeqCst);
     }
 
+    /// The most page-locked buffers the pool keeps now.
+    pub fn bound(&self) -> usize {
+        self.max.load(Ordering::SeqCst)
+    }
+
     /// The counters now.
     pub fn stats(&self) -> PinnedStats {
         PinnedStats {

@@ -7,14 +7,23 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs `sh -c TEMPLATE` with `{num_workers}`, `{prefetch_factor}`,
-/// `{pin_memory}` and `{persistent_workers}` replaced; the cost is its wall
-/// time. A non-zero exit is a failed trial that reports the exit status and
-/// the last lines of output.
 /// The default per-trial limit: one hour (a trial longer than that is a
 /// hang, not a measurement).
 pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// The placeholders a command template may use; it must use one at least.
+pub const PLACEHOLDERS: [&str; 4] = [
+    "{num_workers}",
+    "{prefetch_factor}",
+    "{pin_memory}",
+    "{persistent_workers}",
+];
+
+/// Runs `sh -c TEMPLATE` with `{num_workers}`, `{prefetch_factor}`,
+/// `{pin_memory}` and `{persistent_workers}` replaced; the cost is its wall
+/// time. A non-zero exit is a failed trial that reports the exit status and
+/// the last lines of output.
+///
 /// Each trial runs in its own process group, with a time limit (past it the
 /// whole group is killed and the trial fails), and its output is drained
 /// and only the tail kept (a program printing gigabytes cannot exhaust the
@@ -40,8 +49,10 @@ impl CommandObjective {
     /// its first group (or the whole match), e.g. `adapt-seconds: ([0-9.]+)`.
     /// Interpreter start-up and imports then do not drown the signal.
     pub fn with_metric(mut self, pattern: &str) -> Result<Self, crate::TuneError> {
-        let re = regex::Regex::new(pattern)
-            .map_err(|e| crate::TuneError::InvalidOption(format!("metric {pattern:?}: {e}")))?;
+        let re = regex::Regex::new(pattern).map_err(|e| crate::TuneError::Metric {
+            pattern: pattern.to_owned(),
+            reason: e.to_string(),
+        })?;
         self.metric = Some(re);
         Ok(self)
     }

@@ -14,25 +14,31 @@
 //! length was chosen.
 
 mod command;
+mod compare;
 mod error;
 mod machine;
 mod monitor;
+mod noise;
 mod online;
+mod options;
 mod plot;
 mod profile;
 mod replay;
 mod report;
+mod search;
 mod space;
 mod tuner;
 
-pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT};
+pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT, PLACEHOLDERS};
 pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, Subset, TrialSpec};
+pub use noise::threshold_from_spread;
 pub use online::{AutotunedDriver, MaybeTuned, OnlineTuner};
+pub use options::{Progress, Strategy, TuneOptions};
 pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};
-pub use replay::{ReplayStats, replay};
+pub use replay::{ReplayStats, replay, replay_strategies};
 pub use report::{ConfigTime, Noise, Report, RunReport, SearchCost, StrategyRecord};
 pub use space::{Budget, KnobSpace, Knobs};
-pub use tuner::{DatasetChoice, Strategy, TuneOptions, run, tune_command};
+pub use tuner::{run, tune_command};

@@ -1,3 +1,5 @@
+//! The machine a tuning result belongs to: cores, memory, GPU.
+
 use serde::{Deserialize, Serialize};
 
 /// The machine a tuning result belongs to.

@@ -109,9 +109,9 @@ pub fn time_loader(
 ) -> Result<f64, TuneError> {
     let mut config = base.clone();
     knobs.apply(&mut config);
-    // Loader bound, the engine's copies in flight and the consumer's batch.
+    // The pool size every front uses for this configuration.
     let pinned = match engine {
-        Some(e) if knobs.pin_memory => e.pinned_buffers(config.max_in_flight() + COPY_DEPTH + 1),
+        Some(e) if knobs.pin_memory => e.pinned_buffers(adapt_transfer::pinned_pool_size(&config)),
         _ => None,
     };
     let start = Instant::now();
@@ -121,9 +121,8 @@ pub fn time_loader(
         let epoch = loader.epoch(e)?;
         match engine {
             Some(engine) => {
-                for batch in engine.epoch(epoch, COPY_DEPTH) {
-                    let batch =
-                        batch.map_err(|e| TuneError::InvalidOption(format!("transfer: {e}")))?;
+                for batch in engine.epoch(epoch, adapt_transfer::COPY_DEPTH) {
+                    let batch = batch?;
                     if let Some(s) = step {
                         std::thread::sleep(s);
                     }
@@ -156,9 +155,6 @@ pub fn time_loader(
 /// ρ = 0.44 against a full-epoch grid, 8-batch epochs at 0.74, the noise
 /// ceiling (`docs/tuning.md`, "Trial length").
 pub const MIN_TRIAL_BATCHES: usize = 8;
-
-/// Copies kept in flight ahead of the consumer in a trial.
-const COPY_DEPTH: usize = 2;
 
 /// The objective the search minimises: seconds of one trial.
 pub struct LoaderObjective {

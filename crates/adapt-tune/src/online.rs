@@ -308,6 +308,11 @@ impl AutotunedDriver {
         &mut self.driver
     }
 
+    /// The driver, to look at (knobs now, checkpoint).
+    pub fn as_driver(&self) -> &Driver {
+        &self.driver
+    }
+
     /// The tuner.
     pub fn tuner(&self) -> &OnlineTuner {
         &self.tuner
@@ -356,6 +361,14 @@ impl MaybeTuned {
         match self {
             MaybeTuned::Fixed(d) => d,
             MaybeTuned::Tuned(a) => a.driver(),
+        }
+    }
+
+    /// The driver, to look at (knobs now, checkpoint).
+    pub fn as_driver(&self) -> &Driver {
+        match self {
+            MaybeTuned::Fixed(d) => d,
+            MaybeTuned::Tuned(a) => a.as_driver(),
         }
     }
 

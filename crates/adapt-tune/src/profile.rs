@@ -86,7 +86,7 @@ impl Profile {
                 version: 1,
                 entries: Vec::new(),
             }),
-            Err(e) => Err(TuneError::file(path, e)),
+            Err(e) => Err(TuneError::io(path, e)),
         }
     }
 
@@ -96,7 +96,7 @@ impl Profile {
         let tmp = path.with_extension("partial");
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| TuneError::file(path, e))
+            .map_err(|e| TuneError::io(path, e))
     }
 
     /// The entry for this dataset and batch size measured on a machine that

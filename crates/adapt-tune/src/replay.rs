@@ -2,7 +2,7 @@
 //! earlier report instead of the loader, optionally with seeded noise.
 
 use crate::{KnobSpace, Knobs, Report, TuneError};
-use adapt_search::{AvlOptions, Config, Objective, TrialError, avl_search};
+use adapt_search::{AvlOptions, Config, NoisePolicy, Objective, TrialError, avl_search};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -57,6 +57,29 @@ impl Objective for Recorded<'_> {
     }
 }
 
+/// The strategies a replay compares: the paper's plain descent, the
+/// refined one, and the refined one with the race at the threshold the
+/// live tuner would measure on this `noise` (the trimmed range of 5 trials
+/// of a uniform ±noise is 2/3 of it on average; the default 5% without
+/// noise).
+pub fn replay_strategies(noise: f64) -> Vec<(&'static str, AvlOptions)> {
+    let mut raced = crate::TuneOptions::REFINED_AVL;
+    if noise > 0.0 {
+        raced.noise.threshold = crate::threshold_from_spread(noise * 2.0 / 3.0);
+    }
+    vec![
+        ("plain", AvlOptions::plain()),
+        (
+            "refined",
+            AvlOptions {
+                refine: true,
+                noise: NoisePolicy::OFF,
+            },
+        ),
+        ("refined+race", raced),
+    ]
+}
+
 /// Runs each `(label, options)` over `seeds` seeds on every recorded grid of
 /// `report`, with a multiplicative noise of ±`noise` (0 = none).
 pub fn replay(
@@ -84,13 +107,13 @@ pub fn replay(
             .iter()
             .find(|c| c.seconds.is_nan() || c.seconds <= 0.0)
         {
-            return Err(TuneError::InvalidOption(format!(
+            return Err(TuneError::Replay(format!(
                 "the report's grid for batch size {} records {} s for {}: not a time",
                 run.batch_size, bad.seconds, bad.config
             )));
         }
         if run.grid.is_empty() {
-            return Err(TuneError::InvalidOption(format!(
+            return Err(TuneError::Replay(format!(
                 "the report has no recorded grid for batch size {} (tune with --strategy grid or both)",
                 run.batch_size
             )));

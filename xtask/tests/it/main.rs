@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
 
+mod tidy;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -247,7 +249,8 @@ fn a_regenerated_source_is_not_taken_for_its_old_pack() {
 #[test]
 fn a_pack_in_an_s3_store_is_written_verified_and_loaded_like_a_local_one() {
     let t = tempfile::tempdir().unwrap();
-    let server = adapt_remote::testing::S3Server::start(&t.path().join("s3"), "data").unwrap();
+    let server =
+        adapt::engines::remote::testing::S3Server::start(&t.path().join("s3"), "data").unwrap();
     let src = t.path().join("cifar");
     gen_cifar_seeded(&src, "1");
     let local = t.path().join("local");
@@ -258,8 +261,14 @@ fn a_pack_in_an_s3_store_is_written_verified_and_loaded_like_a_local_one() {
             .args(["--s3-endpoint", &server.endpoint()])
             .arg("--cache-dir")
             .arg(&cache)
-            .env("AWS_ACCESS_KEY_ID", adapt_remote::testing::ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", adapt_remote::testing::SECRET_KEY)
+            .env(
+                "AWS_ACCESS_KEY_ID",
+                adapt::engines::remote::testing::ACCESS_KEY,
+            )
+            .env(
+                "AWS_SECRET_ACCESS_KEY",
+                adapt::engines::remote::testing::SECRET_KEY,
+            )
             .env("AWS_REGION", "us-east-1")
             .output()
             .unwrap();

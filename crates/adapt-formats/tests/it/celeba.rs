@@ -1,3 +1,5 @@
+//! CelebA: the reader against files written in the real layout.
+
 use crate::smooth;
 use adapt_dataset::{CropBox, Dataset, Shape};
 use adapt_formats::{CELEBA_CROP, CelebA, CelebAOptions, CelebAWriter, FormatError};

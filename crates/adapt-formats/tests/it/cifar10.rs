@@ -1,3 +1,5 @@
+//! CIFAR-10 binary batches: the reader against the fixture and written files.
+
 use crate::{fixture, pattern};
 use adapt_dataset::{Dataset, Layout, Shape};
 use adapt_formats::{Cifar10, FormatError, Split, write_batch, write_meta};

@@ -1,3 +1,5 @@
+//! DigiFace1M: folders per class, RGBA to RGB, class offsets.
+
 use crate::{fixture, pattern};
 use adapt_dataset::{Dataset, Shape};
 use adapt_formats::{DigiFace, DigiFaceOptions, FormatError, write_digiface_image};

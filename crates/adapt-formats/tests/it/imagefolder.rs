@@ -1,3 +1,5 @@
+//! Class-per-folder image trees: walking, labels, refusals.
+
 use crate::pattern;
 use adapt_dataset::Dataset;
 use adapt_formats::{DatasetKind, FormatError, ImageFolder, OpenOptions, encode_png};

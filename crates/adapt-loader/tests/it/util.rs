@@ -1,3 +1,6 @@
+//! Helpers of the loader's tests: a synthetic dataset, fake pinned
+//! buffers, epoch runs and the knob sweep.
+
 use adapt_dataset::{Dataset, Error, Read, Sample, Shape};
 use adapt_loader::{BufferProvider, HostBuffer, Loader, LoaderConfig, LoaderError};
 use std::any::Any;

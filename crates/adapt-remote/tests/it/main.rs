@@ -181,8 +181,21 @@ fn large_shards_go_up_in_parts() {
         multipart_threshold: 1 << 10,
         ..server.options(&t.path().join("cache"))
     };
+    let shards = adapt_pack::Manifest::load(&local).unwrap().shards.len();
+    assert_eq!(server.parts(), 0);
     upload_pack(&local, "s3://packs/mp", &o, false, &none).unwrap();
+    // Every shard went up as a multipart upload (one part each at 8 MiB).
+    assert!(
+        server.parts() >= shards,
+        "{} parts for {shards} shards",
+        server.parts()
+    );
     verify_pack("s3://packs/mp", &o).unwrap();
+    // Under the default threshold, the same pack goes up in whole objects.
+    let before = server.parts();
+    let whole = server.options(&t.path().join("cache2"));
+    upload_pack(&local, "s3://packs/whole", &whole, false, &none).unwrap();
+    assert_eq!(server.parts(), before, "no part under the threshold");
 }
 
 #[test]

@@ -1,3 +1,5 @@
+//! Property tests of the searches on analytic objectives.
+
 use crate::Analytic;
 use adapt_search::{AvlOptions, Config, Param, Space, Tree, avl_search, grid_search};
 use proptest::prelude::*;

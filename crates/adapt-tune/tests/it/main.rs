@@ -2,10 +2,11 @@
 
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
 
+use adapt_pipeline::{DatasetSpec, Pipeline};
 use adapt_search::{AvlOptions, NoisePolicy};
 use adapt_tune::{
-    DatasetChoice, KnobSpace, Knobs, Machine, Profile, Strategy, TrialSpec, TuneError, TuneOptions,
-    replay, run, tune_command,
+    KnobSpace, Knobs, Machine, Profile, Strategy, TrialSpec, TuneError, TuneOptions, replay, run,
+    tune_command,
 };
 use std::path::Path;
 
@@ -26,10 +27,7 @@ fn small_cifar(dir: &Path) {
 
 fn options(dir: &Path, strategy: Strategy) -> TuneOptions {
     TuneOptions {
-        dataset: DatasetChoice::Named {
-            kind: "cifar10".into(),
-            path: dir.to_owned(),
-        },
+        pipeline: Pipeline::new(DatasetSpec::new("cifar10", dir)),
         batch_sizes: vec![32],
         strategy,
         trial: TrialSpec {
@@ -298,10 +296,7 @@ fn command_tuning_finds_the_known_optimum_and_reports_failures() {
 fn bad_options_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let named = |kind: &str, path: &Path| TuneOptions {
-        dataset: DatasetChoice::Named {
-            kind: kind.into(),
-            path: path.to_owned(),
-        },
+        pipeline: Pipeline::new(DatasetSpec::new(kind, path)),
         ..TuneOptions::default()
     };
     let err = run(&named("mnist", dir.path()), &quiet).unwrap_err();
@@ -398,7 +393,7 @@ fn command_tuning_can_time_what_the_program_prints() {
         &quiet,
     )
     .unwrap_err();
-    assert!(matches!(err, TuneError::InvalidOption(_)), "{err}");
+    assert!(matches!(err, TuneError::Metric { .. }), "{err}");
 }
 
 #[test]

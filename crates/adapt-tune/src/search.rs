@@ -1,0 +1,218 @@
+//! The searches of one batch size: the AVL search (refined, and with
+//! `both` the paper's plain one beside it) and the grid, each reporting its
+//! trials as it goes; what they found, and where the pick came from.
+
+use crate::options::{Progress, Strategy};
+use crate::report::{Searches, TraceEntry};
+use crate::{ConfigTime, KnobSpace, Knobs, SearchCost, TuneError};
+use adapt_search::{
+    AvlOptions, Config, GridResult, Objective, Outcome, Trial, avl_search, grid_search,
+};
+
+/// Where the tuned configuration came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PickedBy {
+    /// A saved profile entry (no search ran).
+    Profile,
+    /// The AVL search.
+    Avl,
+    /// The grid search (`--strategy grid`).
+    Grid,
+}
+
+impl PickedBy {
+    /// The name reports record.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            PickedBy::Profile => "profile",
+            PickedBy::Avl => "avl",
+            PickedBy::Grid => "grid",
+        }
+    }
+}
+
+/// What the searches of one batch size found.
+pub(crate) struct Searched {
+    /// The tuned configuration.
+    pub pick: Knobs,
+    /// Where it came from.
+    pub picked_by: PickedBy,
+    /// The paper's plain AVL search's pick (`both`).
+    pub plain: Option<Knobs>,
+    /// The grid's best (`grid`, `both`).
+    pub optimal: Option<Knobs>,
+    /// The grid, when it ran.
+    pub grid: Option<GridResult>,
+    /// The AVL search's path.
+    pub avl_path: Vec<Knobs>,
+    /// What each search cost.
+    pub costs: Searches,
+    /// Every trial, in the order run.
+    pub trace: Vec<TraceEntry>,
+}
+
+impl Searched {
+    /// The grid's configurations, fastest first.
+    pub(crate) fn grid_ranked(&self) -> Vec<ConfigTime> {
+        self.grid.as_ref().map_or_else(Vec::new, |g| {
+            g.ranked
+                .iter()
+                .map(|(c, s)| ConfigTime {
+                    config: KnobSpace::knobs(c),
+                    seconds: *s,
+                })
+                .collect()
+        })
+    }
+
+    /// The rank of `k` in the grid, when the grid ran.
+    pub(crate) fn grid_rank(&self, space: &KnobSpace, k: Option<Knobs>) -> Option<usize> {
+        let (g, k) = (self.grid.as_ref()?, k?);
+        g.rank_of(&space.config(&k))
+    }
+}
+
+/// Runs the searches `strategy` asks for (none for the AVL part when a
+/// profile entry is `saved`). `label` prefixes the progress lines.
+pub(crate) fn run_searches<O: Objective>(
+    space: &KnobSpace,
+    objective: &mut O,
+    strategy: Strategy,
+    avl: &AvlOptions,
+    saved: Option<Knobs>,
+    label: &str,
+    progress: Progress<'_>,
+) -> Result<Searched, TuneError> {
+    let mut found = Searched {
+        pick: saved.unwrap_or(Knobs::DEFAULT),
+        picked_by: PickedBy::Profile,
+        plain: None,
+        optimal: None,
+        grid: None,
+        avl_path: Vec::new(),
+        costs: Searches::default(),
+        trace: Vec::new(),
+    };
+    let mut picked = saved.is_some();
+    if !picked && strategy != Strategy::Grid {
+        let mut rep = Reporting::new(&mut *objective, format!("{label} avl"), progress);
+        let r = avl_search(space.space(), &mut rep, avl);
+        found.trace.extend(trace_entries("avl", &r.trace));
+        found.avl_path = r.path.iter().map(|s| KnobSpace::knobs(&s.config)).collect();
+        found.costs.avl = Some(cost(r.trials, r.wall));
+        let best = r
+            .best
+            .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
+        (found.pick, found.picked_by, picked) = (KnobSpace::knobs(&best), PickedBy::Avl, true);
+    }
+    // `both`: the paper's algorithm as published, beside the refined one.
+    if strategy == Strategy::Both && saved.is_none() {
+        let mut rep = Reporting::new(&mut *objective, format!("{label} plain avl"), progress);
+        let r = avl_search(space.space(), &mut rep, &AvlOptions::plain());
+        found.trace.extend(trace_entries("avl-plain", &r.trace));
+        found.costs.avl_plain = Some(cost(r.trials, r.wall));
+        found.plain = r.best.as_ref().map(KnobSpace::knobs);
+    }
+    if strategy != Strategy::Avl {
+        let mut rep = Reporting::new(&mut *objective, format!("{label} grid"), progress);
+        let g = grid_search(space.space(), &mut rep);
+        found.trace.extend(trace_entries("grid", &g.trace));
+        found.costs.grid = Some(cost(g.trials, g.wall));
+        let (best, _) = g
+            .best()
+            .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&g.trace)))?;
+        let best = KnobSpace::knobs(best);
+        found.optimal = Some(best);
+        if !picked {
+            (found.pick, found.picked_by, picked) = (best, PickedBy::Grid, true);
+        }
+        found.grid = Some(g);
+    }
+    if let (Some(a), Some(g)) = (&found.costs.avl, &found.costs.grid) {
+        found.costs.grid_over_avl = Some(g.seconds / a.seconds.max(1e-9));
+    }
+    if !picked {
+        return Err(TuneError::NothingMeasured("no search ran".into()));
+    }
+    Ok(found)
+}
+
+fn cost(trials: usize, wall: std::time::Duration) -> SearchCost {
+    SearchCost {
+        trials,
+        seconds: wall.as_secs_f64(),
+    }
+}
+
+/// The search's trials as report entries, labelled by `strategy`.
+pub(crate) fn trace_entries(strategy: &str, trace: &[Trial]) -> Vec<TraceEntry> {
+    trace
+        .iter()
+        .map(|t| {
+            let (seconds, note) = match &t.outcome {
+                Outcome::Cost { cost } => (Some(*cost), None),
+                Outcome::Infeasible { reason } => (None, Some(format!("infeasible: {reason}"))),
+                Outcome::Failed { message } => (None, Some(format!("failed: {message}"))),
+            };
+            TraceEntry {
+                strategy: strategy.into(),
+                config: KnobSpace::knobs(&t.config),
+                seconds,
+                note,
+                repeat: t.repeat,
+            }
+        })
+        .collect()
+}
+
+/// A progress-reporting wrapper around an objective.
+struct Reporting<'a, O> {
+    inner: &'a mut O,
+    label: String,
+    count: usize,
+    progress: Progress<'a>,
+}
+
+impl<'a, O> Reporting<'a, O> {
+    fn new(inner: &'a mut O, label: String, progress: Progress<'a>) -> Self {
+        Self {
+            inner,
+            label,
+            count: 0,
+            progress,
+        }
+    }
+}
+
+impl<O: Objective> Objective for Reporting<'_, O> {
+    fn feasible(&self, config: &Config) -> Result<(), String> {
+        self.inner.feasible(config)
+    }
+    fn measure(&mut self, config: &Config) -> Result<f64, adapt_search::TrialError> {
+        self.count += 1;
+        let r = self.inner.measure(config);
+        let shown = match &r {
+            Ok(s) => format!("{s:.4} s"),
+            Err(e) => format!("failed: {e}"),
+        };
+        (self.progress)(&format!(
+            "{} trial {}: {} → {shown}",
+            self.label,
+            self.count,
+            KnobSpace::knobs(config)
+        ));
+        r
+    }
+}
+
+/// The first failure of a search that found nothing, as an example.
+fn failure_summary(trace: &[Trial]) -> String {
+    trace
+        .iter()
+        .find_map(|t| match &t.outcome {
+            Outcome::Failed { message } => Some(format!("e.g. {message}")),
+            Outcome::Infeasible { reason } => Some(format!("e.g. infeasible: {reason}")),
+            Outcome::Cost { .. } => None,
+        })
+        .unwrap_or_else(|| "no trial ran".into())
+}

@@ -1,0 +1,83 @@
+//! Writing and verifying packs wherever they live: a local folder or an
+//! S3-compatible store (`s3://bucket/prefix`), one call each.
+
+use crate::AdaptError;
+use adapt_pack::{Manifest, PackOptions, SourceInfo, VerifyReport};
+use adapt_pipeline::DatasetSpec;
+use adapt_remote::{RemoteOptions, UploadReport};
+use std::path::Path;
+
+/// What writing a pack did.
+pub struct Written {
+    /// The pack's manifest.
+    pub manifest: Manifest,
+    /// For an object store: what went up, what was already there, what
+    /// old objects were removed.
+    pub upload: Option<UploadReport>,
+}
+
+/// Packs the dataset `source` (a format, not a pack) into `dest` — a
+/// folder, or `s3://…` (staged in the cache folder, uploaded shard by
+/// shard, the manifest last). `progress` counts samples packed.
+pub fn write(
+    source: &DatasetSpec,
+    dest: &str,
+    options: &PackOptions,
+    remote: &RemoteOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Written, AdaptError> {
+    if source.kind == "pack" {
+        return Err(AdaptError::Option(
+            "the source must be a dataset format, not a pack".into(),
+        ));
+    }
+    let opened = source.open()?;
+    let info = SourceInfo {
+        dataset: source.kind.clone(),
+        path: source.path.display().to_string(),
+        class_names: opened.class_names.clone(),
+    };
+    if adapt_remote::is_remote(dest) {
+        let (manifest, upload) =
+            adapt_remote::publish(&*opened.dataset, &info, dest, options, remote, progress)?;
+        return Ok(Written {
+            manifest,
+            upload: Some(upload),
+        });
+    }
+    let manifest =
+        adapt_pack::write_pack(&*opened.dataset, &info, Path::new(dest), options, progress)?;
+    Ok(Written {
+        manifest,
+        upload: None,
+    })
+}
+
+/// The number of samples `source` holds (to size a progress bar before
+/// [`write()`]).
+pub fn source_len(source: &DatasetSpec) -> Result<usize, AdaptError> {
+    Ok(source.open()?.dataset.len())
+}
+
+/// Checks every checksum and count of the pack at `pack` (a folder or
+/// `s3://…`) and names any damage; with `against`, also that the source
+/// still holds the content the pack was made from.
+pub fn verify(
+    pack: &str,
+    against: Option<&DatasetSpec>,
+    remote: &RemoteOptions,
+) -> Result<VerifyReport, AdaptError> {
+    let (report, manifest) = if adapt_remote::is_remote(pack) {
+        let r = adapt_remote::verify_pack(pack, remote)?;
+        let storage = adapt_remote::RemoteStorage::connect(pack, remote)?;
+        (r, Manifest::load_from(&storage)?)
+    } else {
+        let dir = Path::new(pack);
+        (adapt_pack::verify(dir)?, Manifest::load(dir)?)
+    };
+    if let Some(spec) = against {
+        let opened = spec.open()?;
+        adapt_pack::check_source(&manifest, Path::new(pack), &*opened.dataset)?;
+    }
+    Ok(report)
+}

@@ -1,0 +1,91 @@
+//! Tuning through the front: the main job's default dataset, the loader
+//! tuner and the `--command` tuner, profiles looked up by pipeline.
+
+use crate::AdaptError;
+use adapt_pipeline::{DatasetSpec, Pipeline};
+use adapt_tune::{Knobs, Machine, Profile, Progress, Report, TuneOptions};
+use std::path::Path;
+
+/// The main job's dataset: full-size CIFAR-10 in `dir`, generated in the
+/// real binary layout when absent (or incomplete). Returns its default
+/// pipeline.
+pub fn default_cifar10(dir: &Path, progress: Progress<'_>) -> Result<Pipeline, AdaptError> {
+    progress(&format!(
+        "checking the default CIFAR-10 under {}",
+        dir.display()
+    ));
+    if adapt_synth::ensure_cifar10(
+        dir,
+        adapt_synth::Cifar10Spec::default(),
+        &adapt_synth::no_progress,
+    )? {
+        progress("generated full-size synthetic CIFAR-10 in the real binary layout");
+    }
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
+    Ok(Pipeline::new(DatasetSpec::new("cifar10", dir)))
+}
+
+/// The consumer's time per batch from milliseconds (`--step-ms`,
+/// `step_ms=`): a non-negative number, or none.
+pub fn step_from_ms(ms: Option<f64>) -> Result<Option<std::time::Duration>, AdaptError> {
+    match ms {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => {
+            Ok(Some(std::time::Duration::from_secs_f64(ms / 1e3)))
+        }
+        Some(ms) => Err(AdaptError::Option(format!(
+            "step_ms {ms} must be a non-negative number of milliseconds"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Tunes the loader on `options.pipeline` (its split and parts as given:
+/// the profile entry is keyed by what a run of that pipeline opens).
+pub fn tune(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, AdaptError> {
+    Ok(adapt_tune::run(options, progress)?)
+}
+
+/// Tunes an external command by its wall time or a printed metric.
+pub fn tune_command(
+    template: &str,
+    options: &TuneOptions,
+    progress: Progress<'_>,
+) -> Result<Report, AdaptError> {
+    Ok(adapt_tune::tune_command(template, options, progress)?)
+}
+
+/// The knobs the profile at `path` holds for `pipeline` at `batch_size` on
+/// this machine, if any.
+pub fn profile_knobs(
+    path: &Path,
+    pipeline: &Pipeline,
+    batch_size: usize,
+) -> Result<Option<Knobs>, AdaptError> {
+    let identity = pipeline.build()?.identity();
+    let profile = Profile::load(path)?;
+    Ok(profile
+        .lookup(&identity, batch_size, &Machine::detect())
+        .map(|e| e.knobs))
+}
+
+/// Replays the search strategies on the grids recorded in the report
+/// file `path`, over `seeds` seeds with ±`noise` (no trials run).
+pub fn replay(
+    path: &Path,
+    seeds: usize,
+    noise: f64,
+) -> Result<Vec<adapt_tune::ReplayStats>, AdaptError> {
+    let io = |source| AdaptError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let report: Report = serde_json::from_str(&text).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not a tune report: {e}"),
+        ))
+    })?;
+    let strategies = adapt_tune::replay_strategies(noise);
+    Ok(adapt_tune::replay(&report, &strategies, seeds, noise)?)
+}
