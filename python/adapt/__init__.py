@@ -91,7 +91,11 @@ class DataLoader:
     """PyTorch's DataLoader names, defaults and refusals, over adapt's
     Rust loader. `dataset` is an `adapt.datasets` object or a pipeline
     description (dict); `transform` the text form of the command line
-    (`"random_crop(32,padding=4),hflip,normalize(cifar10)"`); `output`
+    (`"random_crop(32,padding=4),hflip,normalize(cifar10)"`). With
+    `transform=None` the dataset's usual normalisation is applied (its mean
+    and std); a transform string is taken as written, so one without a
+    `normalize` step only scales to [0, 1] (f32) or leaves the bytes as
+    they are (u8). `output`
     `"f32"` (normalised NCHW), `"u8"` (NCHW) or `"u8-nhwc"`; `distributed`
     None, `"auto"` (torchrun's or Slurm's variables) or `(rank,
     world_size)`; `timeout` in seconds (0 or None: wait forever).

@@ -479,6 +479,19 @@ fn profile_knobs(
     Ok(Some(d.unbind()))
 }
 
+/// The command line (`python -m adapt`, the `adapt` script): the verbs and
+/// flags of `cargo xtask`'s `gen`, `inspect`, `load`, `shard` and `tune`,
+/// run by the same Rust code. `argv` starts with the program's name;
+/// returns the exit status. The main job's default CIFAR-10 lives under
+/// `datasets/cifar10` in the current folder.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    let defaults = adapt::cli::Defaults {
+        cifar10: "datasets/cifar10".into(),
+    };
+    py.detach(|| adapt::cli::main(argv, &defaults))
+}
+
 #[pymodule]
 fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -488,6 +501,7 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("AdaptError", py.get_type::<AdaptError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("DataError", py.get_type::<DataError>())?;

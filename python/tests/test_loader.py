@@ -249,3 +249,67 @@ def test_autotune_keeps_the_data_settles_and_saves_to_the_profile(cifar, tmp_pat
     assert status["settled"] is not None, status
     assert json.loads(profile.read_text())["entries"][0]["strategy"]["search"] == "online"
     assert adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=2).autotune_status() is None
+
+
+def test_tune_on_the_test_split_saves_an_entry_the_test_split_loader_finds(cifar, tmp_path):
+    profile = tmp_path / "test-split.json"
+    test = adapt.datasets.CIFAR10(cifar, train=False)
+    picks = adapt.tune(test, batch_size=16, profile=profile, trial_samples=64, final_repeats=1,
+                       trial_seconds=None, noise_repeats=0)
+    assert adapt.tune.last_report["dataset"]["samples"] == 120, "the test split's records"
+    loader = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar, train=False),
+                                           batch_size=16)
+    assert loader.num_workers == picks[16]["num_workers"]
+    assert adapt.tune.last_report["dataset"]["pipeline"]["identity"] == \
+        loader._raw.info()["identity"]
+    train = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=16)
+    assert train._raw.info()["identity"] != loader._raw.info()["identity"]
+
+
+def test_tune_on_a_concatenation_keys_the_profile_by_the_concatenation(cifar, tmp_path):
+    profile = tmp_path / "concat.json"
+    both = adapt.datasets.CIFAR10(cifar) + adapt.datasets.CIFAR10(cifar, train=False)
+    adapt.tune(both, batch_size=16, profile=profile, trial_samples=64, final_repeats=1,
+               trial_seconds=None, noise_repeats=0)
+    assert adapt.tune.last_report["dataset"]["samples"] == 720
+    loader = adapt.DataLoader.from_profile(profile, both, batch_size=16)
+    assert adapt.tune.last_report["dataset"]["pipeline"]["identity"] == \
+        loader._raw.info()["identity"]
+
+
+def test_the_command_line_ships_with_the_package(tmp_path, xtask):
+    """`python -m adapt` has the xtask's verbs and flags, run by the same code:
+    the data it generates and the digest of an epoch are the xtask's."""
+    def cli(*args, cwd=None):
+        return subprocess.run([sys.executable, "-m", "adapt", *args], capture_output=True,
+                              text=True, cwd=cwd, timeout=600)
+    help_text = cli("--help").stdout
+    for verb in ("gen", "inspect", "load", "shard", "tune"):
+        assert f"  {verb}" in help_text, help_text
+    assert cli("frobnicate").returncode == 2
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    assert cli("gen", "--dataset", "cifar10", "--count", "50", "--out", str(ours)).returncode == 0
+    subprocess.run([xtask, "gen", "--dataset", "cifar10", "--count", "50", "--out", str(theirs)],
+                   check=True, capture_output=True)
+    files = sorted(p.relative_to(theirs) for p in theirs.rglob("*.bin"))
+    assert len(files) == 6
+    for f in files:
+        assert (ours / f).read_bytes() == (theirs / f).read_bytes(), f
+    load = ["load", "--dataset", "cifar10", "--path", str(ours), "--batch-size", "8",
+            "--shuffle", "--transform", "random_crop(32,padding=4),hflip"]
+    a = cli(*load)
+    b = subprocess.run([xtask, *load], capture_output=True, text=True, check=True)
+    assert a.returncode == 0, a.stderr
+    assert json.loads(a.stdout)["digest"] == json.loads(b.stdout)["digest"]
+    pack = tmp_path / "pack"
+    r = cli("pack", "--dataset", "cifar10", "--path", str(ours), "--out", str(pack),
+            "--shard-size", "20")
+    assert r.returncode == 0, r.stderr
+    assert cli("shard", "--verify", str(pack)).returncode == 0
+    r = cli("tune", "--dataset", "cifar10", "--path", str(ours), "--batch-size", "8",
+            "--trial-samples", "32", "--trial-seconds", "0", "--noise-repeats", "0",
+            "--final-repeats", "1", "--final-samples", "32", "--json", str(tmp_path / "r.json"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["batch_size"] == 8
+    r = cli("load", "--dataset", "cifar10", "--path", str(tmp_path / "absent"))
+    assert r.returncode == 1 and "does not exist" in r.stderr

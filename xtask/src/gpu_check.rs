@@ -109,6 +109,100 @@ fn verified_epoch(
     Ok((n, bad))
 }
 
+/// The three checks, over every batch size and setting.
+struct Checks {
+    all_match: bool,
+    all_pinned: bool,
+    no_steady_allocs: bool,
+}
+
+/// H2D bandwidth, pinned and pageable, for 256 MiB and one CIFAR-10 batch
+/// of each size.
+fn bandwidths(engine: &TransferEngine, sizes: &[usize]) -> anyhow::Result<Vec<serde_json::Value>> {
+    let sample_bytes = 3 * 32 * 32 * 4;
+    let bw = |bytes: usize| -> anyhow::Result<serde_json::Value> {
+        let pinned = engine.bandwidth(bytes, true, 5)?;
+        let pageable = engine.bandwidth(bytes, false, 5)?;
+        Ok(
+            serde_json::json!({ "bytes": bytes, "pinned_gb_per_s": pinned, "pageable_gb_per_s": pageable }),
+        )
+    };
+    let mut out = vec![bw(256 << 20)?];
+    for bs in sizes {
+        out.push(bw(bs * sample_bytes)?);
+    }
+    Ok(out)
+}
+
+/// One batch size: both settings timed over `epochs` alternated rounds,
+/// then one verified epoch each. Updates `checks`; returns the JSON.
+fn check_batch_size(
+    engine: &TransferEngine,
+    pipeline: &Pipeline,
+    workers: usize,
+    batch_size: usize,
+    (epochs, batches): (u64, usize),
+    checks: &mut Checks,
+) -> anyhow::Result<serde_json::Value> {
+    // Through the front, as every run: the pool is this engine's (its
+    // counters are the ones reported), sized by the shared rule.
+    let make = |pin: bool| -> anyhow::Result<Run> {
+        let options = RunOptions {
+            batch_size,
+            shuffle: true,
+            num_workers: workers,
+            prefetch_factor: Some(2),
+            persistent_workers: true,
+            pin_memory: pin,
+            device: Device::Cuda(0),
+            ..RunOptions::default()
+        };
+        Ok(Run::open_with_pool(
+            pipeline,
+            &options,
+            engine.pinned_pool().cloned(),
+        )?)
+    };
+    let mut loaders = [make(false)?, make(true)?];
+    let mut runs: [Vec<Timed>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..epochs {
+        // Alternate which setting goes first, so drift favours neither.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            runs[i].push(timed_epoch(engine, &mut loaders[i], round, batches)?);
+        }
+    }
+    let mut per_pin = Vec::new();
+    for (i, pin) in [false, true].into_iter().enumerate() {
+        let (checked, mismatched) = verified_epoch(engine, &mut loaders[i], epochs, batches)?;
+        checks.all_match &= mismatched == 0 && checked > 0;
+        let r = &runs[i];
+        let shares: Vec<f64> = r
+            .iter()
+            .map(|t| t.pinned as f64 / t.copies.max(1) as f64)
+            .collect();
+        if pin {
+            checks.all_pinned &= shares.iter().all(|&s| s == 1.0);
+        }
+        let allocs: Vec<usize> = r.iter().map(|t| t.device_allocations).collect();
+        checks.no_steady_allocs &= allocs.iter().skip(1).all(|&a| a == 0);
+        let mut rates: Vec<f64> = r.iter().map(|t| t.samples as f64 / t.seconds).collect();
+        rates.sort_by(f64::total_cmp);
+        per_pin.push(serde_json::json!({
+            "pin_memory": pin,
+            "samples_per_s_median": rates.get(rates.len() / 2),
+            "samples_per_s": r.iter().map(|t| t.samples as f64 / t.seconds).collect::<Vec<_>>(),
+            "pinned_share_per_epoch": shares,
+            "device_allocations_per_epoch": allocs,
+            "consumer_cpu_seconds_per_epoch": r.iter().map(|t| t.consumer_cpu_seconds).collect::<Vec<_>>(),
+            "wall_seconds_per_epoch": r.iter().map(|t| t.seconds).collect::<Vec<_>>(),
+            "verified_batches": checked,
+            "mismatched_batches": mismatched,
+        }));
+    }
+    Ok(serde_json::json!({ "batch_size": batch_size, "runs": per_pin }))
+}
+
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     let info = match adapt::engines::transfer::probe() {
@@ -123,92 +217,34 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     };
     let engine = TransferEngine::new(Device::Cuda(0))?.with_timing();
     let sizes = [8usize, 128, 2048];
-    let sample_bytes = 3 * 32 * 32 * 4;
-    let mib256 = 256 << 20;
-    let bw = |bytes: usize| -> anyhow::Result<serde_json::Value> {
-        let pinned = engine.bandwidth(bytes, true, 5)?;
-        let pageable = engine.bandwidth(bytes, false, 5)?;
-        Ok(
-            serde_json::json!({ "bytes": bytes, "pinned_gb_per_s": pinned, "pageable_gb_per_s": pageable }),
-        )
-    };
-    let mut bandwidth = vec![bw(mib256)?];
-    for bs in sizes {
-        bandwidth.push(bw(bs * sample_bytes)?);
-    }
+    let bandwidth = bandwidths(&engine, &sizes)?;
     let pipeline: Pipeline = adapt::default_cifar10(&args.path, &|_| {})?;
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .min(8);
-    let epochs = args.epochs.max(6);
-    let (mut all_match, mut all_pinned, mut no_steady_allocs) = (true, true, true);
+    let length = (args.epochs.max(6), args.batches);
+    let mut checks = Checks {
+        all_match: true,
+        all_pinned: true,
+        no_steady_allocs: true,
+    };
     let mut settings = Vec::new();
     for batch_size in sizes {
-        // Through the front, as every run: the pool is this engine's
-        // (its counters are the ones reported), sized by the shared rule.
-        let make = |pin: bool| -> anyhow::Result<Run> {
-            let options = RunOptions {
-                batch_size,
-                shuffle: true,
-                num_workers: workers,
-                prefetch_factor: Some(2),
-                persistent_workers: true,
-                pin_memory: pin,
-                device: Device::Cuda(0),
-                ..RunOptions::default()
-            };
-            Ok(Run::open_with_pool(
-                &pipeline,
-                &options,
-                engine.pinned_pool().cloned(),
-            )?)
-        };
-        let mut loaders = [make(false)?, make(true)?];
-        let mut runs: [Vec<Timed>; 2] = [Vec::new(), Vec::new()];
-        for round in 0..epochs {
-            // Alternate which setting goes first, so drift favours neither.
-            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-            for i in order {
-                runs[i].push(timed_epoch(&engine, &mut loaders[i], round, args.batches)?);
-            }
-        }
-        let mut per_pin = Vec::new();
-        for (i, pin) in [false, true].into_iter().enumerate() {
-            let (checked, mismatched) =
-                verified_epoch(&engine, &mut loaders[i], epochs, args.batches)?;
-            all_match &= mismatched == 0 && checked > 0;
-            let r = &runs[i];
-            let shares: Vec<f64> = r
-                .iter()
-                .map(|t| t.pinned as f64 / t.copies.max(1) as f64)
-                .collect();
-            if pin {
-                all_pinned &= shares.iter().all(|&s| s == 1.0);
-            }
-            let allocs: Vec<usize> = r.iter().map(|t| t.device_allocations).collect();
-            no_steady_allocs &= allocs.iter().skip(1).all(|&a| a == 0);
-            let mut rates: Vec<f64> = r.iter().map(|t| t.samples as f64 / t.seconds).collect();
-            rates.sort_by(f64::total_cmp);
-            per_pin.push(serde_json::json!({
-                "pin_memory": pin,
-                "samples_per_s_median": rates[rates.len() / 2],
-                "samples_per_s": r.iter().map(|t| t.samples as f64 / t.seconds).collect::<Vec<_>>(),
-                "pinned_share_per_epoch": shares,
-                "device_allocations_per_epoch": allocs,
-                "consumer_cpu_seconds_per_epoch": r.iter().map(|t| t.consumer_cpu_seconds).collect::<Vec<_>>(),
-                "wall_seconds_per_epoch": r.iter().map(|t| t.seconds).collect::<Vec<_>>(),
-                "verified_batches": checked,
-                "mismatched_batches": mismatched,
-            }));
-        }
-        settings.push(serde_json::json!({ "batch_size": batch_size, "runs": per_pin }));
+        settings.push(check_batch_size(
+            &engine,
+            &pipeline,
+            workers,
+            batch_size,
+            length,
+            &mut checks,
+        )?);
     }
     let pinned_of = |v: &serde_json::Value| v["pinned_gb_per_s"].as_f64().unwrap_or(0.0);
     let pageable_of =
         |v: &serde_json::Value| v["pageable_gb_per_s"].as_f64().unwrap_or(f64::INFINITY);
     let big = &bandwidth[0];
     let b2048 = &bandwidth[bandwidth.len() - 1];
-    let ok = all_match && all_pinned && no_steady_allocs;
+    let ok = checks.all_match && checks.all_pinned && checks.no_steady_allocs;
     let line = serde_json::json!({
         "device": info.name,
         "devices": info.devices,
@@ -221,9 +257,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             "pinned_handed": s.pinned_handed, "pageable_handed": s.pageable_handed,
         })),
         "checks": {
-            "every_batch_identical_after_copy": all_match,
-            "every_pinned_copy_page_locked": all_pinned,
-            "no_device_allocation_after_first_epoch": no_steady_allocs,
+            "every_batch_identical_after_copy": checks.all_match,
+            "every_pinned_copy_page_locked": checks.all_pinned,
+            "no_device_allocation_after_first_epoch": checks.no_steady_allocs,
         },
         "targets": {
             "pinned_2048_over_256mib": pinned_of(b2048) / pinned_of(big).max(1e-9),

@@ -9,6 +9,52 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Waits for the workers' next result: without a timeout or an interrupt
+/// check, blocking; otherwise in slices of at most [`POLL`], failing at the
+/// deadline or when `interrupt` answers `true`.
+fn wait_result(
+    results: &crossbeam_channel::Receiver<Done>,
+    deadline: Option<(Instant, Duration)>,
+    interrupt: &mut Option<&mut (dyn FnMut() -> bool + '_)>,
+    epoch: u64,
+    batch: usize,
+) -> Result<Done, LoaderError> {
+    let gone = || LoaderError::WorkersGone { epoch, batch };
+    loop {
+        let wait = match (deadline, interrupt.is_some()) {
+            (None, false) => None,
+            (None, true) => Some(POLL),
+            (Some((d, _)), polling) => {
+                let left = d.saturating_duration_since(Instant::now());
+                Some(if polling { left.min(POLL) } else { left })
+            }
+        };
+        let Some(w) = wait else {
+            return results.recv().map_err(|_| gone());
+        };
+        match results.recv_timeout(w) {
+            Ok(done) => return Ok(done),
+            Err(RecvTimeoutError::Disconnected) => return Err(gone()),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some((d, waited)) = deadline
+                    && Instant::now() >= d
+                {
+                    return Err(LoaderError::Timeout {
+                        epoch,
+                        batch,
+                        waited,
+                    });
+                }
+                if let Some(f) = interrupt.as_mut()
+                    && f()
+                {
+                    return Err(LoaderError::Interrupted { epoch, batch });
+                }
+            }
+        }
+    }
+}
+
 enum Source {
     /// `num_workers = 0`: batches are built in `next()`.
     Inline(WorkerState),
@@ -239,30 +285,7 @@ impl EpochCore {
     ) -> Result<Batch, LoaderError> {
         let (epoch, batch) = (self.epoch, self.next_out);
         if matches!(self.source, Source::Inline(_)) {
-            let task = self.task(self.next_out);
-            self.max_in_flight = self.max_in_flight.max(1);
-            let Source::Inline(state) = &mut self.source else {
-                unreachable!("checked above")
-            };
-            let mut interrupted = false;
-            let mut last = Instant::now();
-            let mut cancelled = || {
-                // Asked once per sample; the caller's check (which may take
-                // a lock) runs at most every POLL.
-                if let Some(f) = interrupt.as_mut()
-                    && last.elapsed() >= POLL
-                {
-                    last = Instant::now();
-                    interrupted |= f();
-                }
-                interrupted
-            };
-            let built = build(&self.ctx, state, &task, 0, &mut cancelled);
-            return if interrupted {
-                Err(LoaderError::Interrupted { epoch, batch })
-            } else {
-                built
-            };
+            return self.receive_inline(interrupt);
         }
         let deadline = self.config.timeout.map(|t| (Instant::now() + t, t));
         loop {
@@ -277,44 +300,9 @@ impl EpochCore {
             if !workers.is_active(self.generation) {
                 return Err(LoaderError::Superseded { epoch });
             }
-            let gone = || LoaderError::WorkersGone { epoch, batch };
             let done = match crate::worker::spin_recv(&workers.results, self.ctx.spin) {
                 Some(done) => done,
-                None => loop {
-                    let wait = match (deadline, interrupt.is_some()) {
-                        (None, false) => None,
-                        (None, true) => Some(POLL),
-                        (Some((d, _)), polling) => {
-                            let left = d.saturating_duration_since(Instant::now());
-                            Some(if polling { left.min(POLL) } else { left })
-                        }
-                    };
-                    let got = match wait {
-                        None => workers.results.recv().map_err(|_| gone())?,
-                        Some(w) => match workers.results.recv_timeout(w) {
-                            Ok(done) => done,
-                            Err(RecvTimeoutError::Disconnected) => return Err(gone()),
-                            Err(RecvTimeoutError::Timeout) => {
-                                if let Some((d, waited)) = deadline
-                                    && Instant::now() >= d
-                                {
-                                    return Err(LoaderError::Timeout {
-                                        epoch,
-                                        batch,
-                                        waited,
-                                    });
-                                }
-                                if let Some(f) = interrupt.as_mut()
-                                    && f()
-                                {
-                                    return Err(LoaderError::Interrupted { epoch, batch });
-                                }
-                                continue;
-                            }
-                        },
-                    };
-                    break got;
-                },
+                None => wait_result(&workers.results, deadline, &mut interrupt, epoch, batch)?,
             };
             let Done {
                 generation,
@@ -329,6 +317,39 @@ impl EpochCore {
                 self.window.resize_with(slot + 1, || None);
             }
             self.window[slot] = Some(result);
+        }
+    }
+
+    /// Builds the next batch in this thread (no workers), asking
+    /// `interrupt` at most every [`POLL`].
+    fn receive_inline<'f>(
+        &mut self,
+        mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
+    ) -> Result<Batch, LoaderError> {
+        let (epoch, batch) = (self.epoch, self.next_out);
+        let task = self.task(self.next_out);
+        self.max_in_flight = self.max_in_flight.max(1);
+        let Source::Inline(state) = &mut self.source else {
+            unreachable!("only called without workers")
+        };
+        let mut interrupted = false;
+        let mut last = Instant::now();
+        let mut cancelled = || {
+            // Asked once per sample; the caller's check (which may take
+            // a lock) runs at most every POLL.
+            if let Some(f) = interrupt.as_mut()
+                && last.elapsed() >= POLL
+            {
+                last = Instant::now();
+                interrupted |= f();
+            }
+            interrupted
+        };
+        let built = build(&self.ctx, state, &task, 0, &mut cancelled);
+        if interrupted {
+            Err(LoaderError::Interrupted { epoch, batch })
+        } else {
+            built
         }
     }
 

@@ -74,8 +74,29 @@ pub enum PackError {
         /// The dataset's error.
         source: adapt_dataset::Error,
     },
-    /// Impossible options (shard size 0, zstd level out of range, encoded
-    /// store for a format without encoded images …).
+    /// A source sample has no encoded form (the encoded store needs one).
+    #[error("source sample {index} has no encoded form (use --store raw)")]
+    NotEncoded {
+        /// Index in the source dataset.
+        index: usize,
+    },
+    /// zstd refused the level or failed to compress a frame.
+    #[error("zstd level {level}: {source}")]
+    Compress {
+        /// The level asked for.
+        level: i32,
+        /// zstd's error.
+        source: std::io::Error,
+    },
+    /// The thread appending a shard's frames panicked; the shard's
+    /// temporary file is removed.
+    #[error("{shard}: the pack writer's thread panicked")]
+    WriterPanicked {
+        /// The shard being written.
+        shard: PathBuf,
+    },
+    /// Impossible options (shard size 0, zstd level out of range, a codec
+    /// name that does not exist …).
     #[error("{0}")]
     InvalidOption(String),
 }

@@ -23,6 +23,7 @@ mod format;
 pub mod fuzzing;
 mod manifest;
 mod reader;
+mod shard_writer;
 mod storage;
 mod stream;
 mod verify;

@@ -1,15 +1,13 @@
 //! Writing a pack: shuffle, shard, frame, compress, checksum, rename, and
 //! the manifest last. Resumable and refusing to clobber another pack.
 
-use crate::format::{
-    self, Body, FOOTER_LEN, FrameEntry, Header, Record, is_writer_name, shard_name, xxh3,
-};
+use crate::format::{self, is_writer_name, shard_name, xxh3};
 use crate::manifest::{FORMAT, MANIFEST, VERSION};
+use crate::shard_writer::{ShardJob, record};
 use crate::verify::check_local_shard;
 use crate::{Codec, Manifest, PackError, ShardInfo, Store};
-use adapt_dataset::{Dataset, Layout};
+use adapt_dataset::Dataset;
 use rayon::prelude::*;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// How to pack.
@@ -66,22 +64,6 @@ pub struct SourceInfo {
     pub path: String,
     /// Class names, when the format has them.
     pub class_names: Option<Vec<String>>,
-}
-
-/// Counts and hashes every byte written.
-struct Hashing<W> {
-    inner: W,
-    hasher: xxhash_rust::xxh3::Xxh3,
-    written: u64,
-}
-
-impl<W: Write> Hashing<W> {
-    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.inner.write_all(bytes)?;
-        self.hasher.update(bytes);
-        self.written += bytes.len() as u64;
-        Ok(())
-    }
 }
 
 fn check_options(ds: &dyn Dataset, o: &PackOptions) -> Result<(), PackError> {
@@ -210,87 +192,6 @@ fn sample_digest(ds: &dyn Dataset, i: usize) -> Result<u64, PackError> {
     Ok(h.digest())
 }
 
-fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Record, PackError> {
-    let src = |source| PackError::Source {
-        index: origin,
-        source,
-    };
-    match store {
-        Store::Raw => {
-            let s = ds.get(origin).map_err(src)?;
-            let body = Body::Raw {
-                height: s.shape.height,
-                width: s.shape.width,
-                channels: s.shape.channels,
-                planar: s.layout == Layout::Planar,
-                pixels: s.pixels,
-            };
-            Ok(Record {
-                origin: origin as u64,
-                label: s.label,
-                body,
-            })
-        }
-        Store::Encoded => {
-            let e = ds
-                .encoded(origin)
-                .ok_or_else(|| {
-                    PackError::InvalidOption(format!("sample {origin} has no encoded form"))
-                })?
-                .map_err(src)?;
-            let body = Body::Encoded {
-                bytes: e.bytes,
-                crop: e.steps.crop.map(|c| [c.left, c.top, c.right, c.bottom]),
-                expect: e.steps.expect.map(|s| [s.height, s.width, s.channels]),
-            };
-            Ok(Record {
-                origin: origin as u64,
-                label: e.label,
-                body,
-            })
-        }
-    }
-}
-
-thread_local! {
-    /// One zstd context per thread, reused frame after frame.
-    static COMPRESSOR: std::cell::RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-fn compress(raw: &[u8], level: i32) -> Result<Vec<u8>, PackError> {
-    let err = |e: std::io::Error| PackError::InvalidOption(format!("zstd level {level}: {e}"));
-    COMPRESSOR.with_borrow_mut(|slot| {
-        if slot.as_ref().is_none_or(|(l, _)| *l != level) {
-            *slot = Some((level, zstd::bulk::Compressor::new(level).map_err(err)?));
-        }
-        match slot {
-            Some((_, c)) => c.compress(raw).map_err(err),
-            None => unreachable!("set above"),
-        }
-    })
-}
-
-/// One frame, compressed: `(bytes, uncompressed length, records)`.
-fn build_frame(
-    ds: &dyn Dataset,
-    origins: &[usize],
-    o: &PackOptions,
-) -> Result<(Vec<u8>, usize, usize), PackError> {
-    let records = origins
-        .iter()
-        .map(|&i| record(ds, i, o.store))
-        .collect::<Result<Vec<_>, _>>()?;
-    let raw = format::encode_records(&records);
-    let len = raw.len();
-    let bytes = match o.codec {
-        Codec::Zstd => compress(&raw, o.zstd_level)?,
-        Codec::Lz4 => lz4_flex::block::compress(&raw),
-        Codec::None => raw,
-    };
-    Ok((bytes, len, records.len()))
-}
-
 /// Files in `dir` with the names this writer gives shards (any pack id),
 /// complete or temporary.
 fn writer_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
@@ -310,7 +211,7 @@ fn writer_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
 
 /// Whether the file at `path` was written by this writer: a shard header,
 /// or (a temporary file cut short before its header) nothing at all.
-fn written_by_us(path: &Path) -> bool {
+pub(crate) fn written_by_us(path: &Path) -> bool {
     use std::io::Read;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
@@ -366,57 +267,100 @@ pub fn write_pack(
     let digest = source_digest(ds)?;
     let id = pack_id(ds, source, digest, o);
     std::fs::create_dir_all(out).map_err(PackError::io(out))?;
-    let manifest_path = out.join(MANIFEST);
-    let existing = if manifest_path.exists() {
-        match Manifest::load(out) {
-            Ok(m) if m.pack_id == format!("{id:016x}") => {
-                if crate::verify(out).is_ok() {
-                    Existing::Complete(Box::new(m))
-                } else {
-                    // Damaged: its shards are rewritten below under the same
-                    // names; the manifest is replaced last.
-                    Existing::None
-                }
-            }
-            other => {
-                if !o.overwrite {
-                    let what = match other {
-                        Ok(m)
-                            if m.source_dataset == source.dataset
-                                && m.source_digest.is_some()
-                                && m.source_digest != Some(format!("{digest:016x}")) =>
-                        {
-                            format!(
-                                "holds a pack of {} made from other content (the source has \
-                                 changed since it was packed)",
-                                m.source_dataset
-                            )
-                        }
-                        Ok(m) => format!(
-                            "holds another pack ({} from {}, seed {}, store {:?}, codec {})",
-                            m.source_dataset, m.source_path, m.seed, m.store, m.codec
-                        ),
-                        Err(e) => format!("holds an unreadable manifest ({e})"),
-                    };
-                    return Err(PackError::Exists {
-                        dir: out.to_owned(),
-                        message: what,
-                    });
-                }
-                Existing::Replace(match other {
-                    Ok(m) => m.shards.into_iter().map(|s| s.file).collect(),
-                    Err(_) => Vec::new(),
-                })
-            }
-        }
-    } else {
-        Existing::None
-    };
+    let existing = existing_pack(out, id, digest, source, o)?;
     if let Existing::Complete(m) = existing {
         progress(m.samples as u64);
         return Ok(*m);
     }
+    let shards = write_shards(ds, out, id, o, progress)?;
+    let m = Manifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        pack_id: format!("{id:016x}"),
+        source_digest: Some(format!("{digest:016x}")),
+        source_dataset: source.dataset.clone(),
+        source_path: source.path.clone(),
+        samples: ds.len(),
+        shard_size: o.shard_size,
+        store: o.store,
+        seed: o.seed,
+        codec: o.codec,
+        zstd_level: o.zstd_level,
+        frame_bytes: o.frame_bytes,
+        classes: ds.num_classes(),
+        class_names: source.class_names.clone(),
+        shape: ds.sample_shape().map(|s| [s.height, s.width, s.channels]),
+        shards,
+    };
+    publish_manifest(out, &m, id)?;
+    replace_old(out, &m, existing)?;
+    Ok(m)
+}
 
+/// What `out` holds before writing: this pack complete, nothing (or this
+/// pack damaged: rewritten under the same names), or another pack — refused
+/// unless `overwrite`, with the files its manifest lists otherwise.
+fn existing_pack(
+    out: &Path,
+    id: u64,
+    digest: u64,
+    source: &SourceInfo,
+    o: &PackOptions,
+) -> Result<Existing, PackError> {
+    if !out.join(MANIFEST).exists() {
+        return Ok(Existing::None);
+    }
+    let other = match Manifest::load(out) {
+        Ok(m) if m.pack_id == format!("{id:016x}") => {
+            // Damaged: its shards are rewritten under the same names; the
+            // manifest is replaced last.
+            return Ok(if crate::verify(out).is_ok() {
+                Existing::Complete(Box::new(m))
+            } else {
+                Existing::None
+            });
+        }
+        other => other,
+    };
+    if o.overwrite {
+        return Ok(Existing::Replace(match other {
+            Ok(m) => m.shards.into_iter().map(|s| s.file).collect(),
+            Err(_) => Vec::new(),
+        }));
+    }
+    let message = match other {
+        Ok(m)
+            if m.source_dataset == source.dataset
+                && m.source_digest.is_some()
+                && m.source_digest != Some(format!("{digest:016x}")) =>
+        {
+            format!(
+                "holds a pack of {} made from other content (the source has \
+                 changed since it was packed)",
+                m.source_dataset
+            )
+        }
+        Ok(m) => format!(
+            "holds another pack ({} from {}, seed {}, store {:?}, codec {})",
+            m.source_dataset, m.source_path, m.seed, m.store, m.codec
+        ),
+        Err(e) => format!("holds an unreadable manifest ({e})"),
+    };
+    Err(PackError::Exists {
+        dir: out.to_owned(),
+        message,
+    })
+}
+
+/// Shuffles `ds` from the seed and writes its shards into `out`, keeping
+/// those of this pack already complete.
+fn write_shards(
+    ds: &dyn Dataset,
+    out: &Path,
+    id: u64,
+    o: &PackOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<ShardInfo>, PackError> {
     let order = adapt_dataset::permutation(ds.len(), o.seed, 0);
     let est = format::encode_records(&[record(ds, order[0], o.store)?])
         .len()
@@ -443,30 +387,26 @@ pub fn write_pack(
             });
             continue;
         }
-        shards.push(write_shard(
-            ds, k, origins, o, id, per_frame, window, &path, progress,
-        )?);
+        let job = ShardJob {
+            ds,
+            k,
+            origins,
+            o,
+            id,
+            per_frame,
+            window,
+            progress,
+        };
+        shards.push(job.write(&path)?);
     }
-    let m = Manifest {
-        format: FORMAT.into(),
-        version: VERSION,
-        pack_id: format!("{id:016x}"),
-        source_digest: Some(format!("{digest:016x}")),
-        source_dataset: source.dataset.clone(),
-        source_path: source.path.clone(),
-        samples: ds.len(),
-        shard_size: o.shard_size,
-        store: o.store,
-        seed: o.seed,
-        codec: o.codec,
-        zstd_level: o.zstd_level,
-        frame_bytes: o.frame_bytes,
-        classes: ds.num_classes(),
-        class_names: source.class_names.clone(),
-        shape: ds.sample_shape().map(|s| [s.height, s.width, s.channels]),
-        shards,
-    };
-    let text = serde_json::to_string_pretty(&m).map_err(|e| PackError::Manifest {
+    Ok(shards)
+}
+
+/// Writes the manifest through a temporary name, synced, then renamed over
+/// the old one: from now on readers see the new pack.
+fn publish_manifest(out: &Path, m: &Manifest, id: u64) -> Result<(), PackError> {
+    let manifest_path = out.join(MANIFEST);
+    let text = serde_json::to_string_pretty(m).map_err(|e| PackError::Manifest {
         path: manifest_path.clone(),
         message: e.to_string(),
     })?;
@@ -475,10 +415,13 @@ pub fn write_pack(
     std::fs::File::open(&tmp)
         .and_then(|f| f.sync_all())
         .map_err(PackError::io(&tmp))?;
-    std::fs::rename(&tmp, &manifest_path).map_err(PackError::io(&manifest_path))?;
-    // The new pack is complete: now, and only now, the old one goes — the
-    // files its manifest listed and shards this writer left from other
-    // runs, never a file it did not write.
+    std::fs::rename(&tmp, &manifest_path).map_err(PackError::io(&manifest_path))
+}
+
+/// The new pack is complete: now, and only now, the old one goes — the
+/// files its manifest listed and shards this writer left from other runs,
+/// never a file it did not write.
+fn replace_old(out: &Path, m: &Manifest, existing: Existing) -> Result<(), PackError> {
     let keep: std::collections::HashSet<&str> = m.shards.iter().map(|s| s.file.as_str()).collect();
     let old = match existing {
         Existing::Replace(files) => files,
@@ -499,133 +442,5 @@ pub fn write_pack(
             remove(&p)?;
         }
     }
-    Ok(m)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_shard(
-    ds: &dyn Dataset,
-    k: usize,
-    origins: &[usize],
-    o: &PackOptions,
-    id: u64,
-    per_frame: usize,
-    window: usize,
-    path: &Path,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<ShardInfo, PackError> {
-    let tmp = path.with_extension("adpk.partial");
-    let result = (|| {
-        // A file already at the temporary name is ours (left by an
-        // interrupted run) only if it looks like it; anything else is a
-        // user's, and is not clobbered.
-        if tmp.exists() && !written_by_us(&tmp) {
-            return Err(PackError::Exists {
-                dir: tmp.clone(),
-                message: "a file not written by the pack writer has the name of a shard's \
-                          temporary file"
-                    .into(),
-            });
-        }
-        let file = std::fs::File::create(&tmp).map_err(PackError::io(&tmp))?;
-        let mut w = Hashing {
-            inner: std::io::BufWriter::with_capacity(1 << 20, file),
-            hasher: xxhash_rust::xxh3::Xxh3::new(),
-            written: 0,
-        };
-        let io = PackError::io(&tmp);
-        let header = Header {
-            store: o.store,
-            codec: o.codec,
-            shard: k as u32,
-            records: origins.len() as u32,
-            pack_id: id,
-        };
-        let frames: Vec<&[usize]> = origins.chunks(per_frame).collect();
-        w.put(&header.to_bytes()).map_err(PackError::io(&tmp))?;
-        // Rayon builds (reads, encodes, compresses) round n + 1 while this
-        // scope's writer thread appends round n: the file is written in
-        // order, and at most two rounds of frames are in memory.
-        let (index, mut w) = std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(Vec<u8>, usize, usize)>>(1);
-            let tmp = &tmp;
-            let writer = scope.spawn(move || -> Result<_, PackError> {
-                let mut index = Vec::new();
-                let mut first = 0u32;
-                for round in rx {
-                    for (bytes, raw, n) in round {
-                        index.push(FrameEntry {
-                            offset: w.written,
-                            compressed: bytes.len() as u32,
-                            raw: raw as u32,
-                            first,
-                            count: n as u32,
-                            hash: xxh3(&bytes),
-                        });
-                        w.put(&bytes).map_err(PackError::io(tmp))?;
-                        first += n as u32;
-                        progress(n as u64);
-                    }
-                }
-                Ok((index, w))
-            });
-            let mut failed = None;
-            for group in frames.chunks(window) {
-                match group
-                    .par_iter()
-                    .map(|f| build_frame(ds, f, o))
-                    .collect::<Result<Vec<_>, _>>()
-                {
-                    // A closed channel means the writer failed: its error wins.
-                    Ok(round) => {
-                        if tx.send(round).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            drop(tx);
-            let written = writer.join().unwrap_or_else(|_| {
-                Err(PackError::InvalidOption(
-                    "pack writer thread panicked".into(),
-                ))
-            });
-            match failed {
-                Some(e) => Err(e),
-                None => written,
-            }
-        })?;
-        let idx = format::encode_index(&index);
-        let footer = format::Footer {
-            index_offset: w.written,
-            index_len: idx.len() as u64,
-            index_hash: xxh3(&idx),
-        };
-        w.put(&idx).map_err(PackError::io(&tmp))?;
-        w.put(&footer.to_bytes()).map_err(PackError::io(&tmp))?;
-        debug_assert_eq!(
-            footer.index_offset + footer.index_len + FOOTER_LEN as u64,
-            w.written
-        );
-        let hash = w.hasher.digest();
-        let bytes = w.written;
-        let file = w.inner.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(PackError::io(&tmp))?;
-        std::fs::rename(&tmp, path).map_err(PackError::io(path))?;
-        Ok(ShardInfo {
-            file: shard_name(id, k),
-            samples: origins.len(),
-            bytes,
-            xxh3: format!("{hash:016x}"),
-        })
-    })();
-    if result.is_err() && written_by_us(&tmp) {
-        // Leave nothing that could be taken for a shard.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    Ok(())
 }

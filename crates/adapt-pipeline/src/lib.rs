@@ -25,12 +25,14 @@
 //! ```
 
 mod error;
+mod parse;
 mod source;
 mod spec;
 
 pub use error::PipelineError;
+pub use parse::parse_transforms;
 pub use source::{DatasetSpec, OpenedDataset, StreamSampler, dataset_fingerprint, open_dataset};
-pub use spec::{Size, TransformSpec, parse_transforms, transforms_text};
+pub use spec::{Size, TransformSpec, transforms_text};
 
 use adapt_dataset::{Compose, Normalize, Read, Sample, SampleRng, Scratch, Shape, Transform};
 use adapt_loader::{LoaderConfig, OutputFormat};
@@ -149,63 +151,13 @@ impl Pipeline {
         };
         // Readers of images of mixed sizes produce RGB; 0×0 means "size
         // not known until a step fixes it".
-        let mut shape = opened.dataset.sample_shape().unwrap_or(Shape::new(0, 0, 3));
-        let mut compose = Compose::new();
-        let mut normalize = None;
-        for s in &steps {
-            if let Some(n) = s.normalizer() {
-                let n = n?;
-                if n.channels() != shape.channels as usize {
-                    return Err(s.error(format!(
-                        "{} channels given, the samples have {}",
-                        n.channels(),
-                        shape.channels
-                    )));
-                }
-                normalize = Some(n);
-                continue;
-            }
-            if let Some(t) = s.build()? {
-                shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
-                if shape.len() > MAX_SAMPLE_BYTES {
-                    return Err(s.error(format!(
-                        "makes samples of {shape} ({} bytes), more than the {MAX_SAMPLE_BYTES} one sample may take",
-                        shape.len()
-                    )));
-                }
-                compose.0.push(t);
-            }
-        }
-        if shape.len() > MAX_SAMPLE_BYTES {
-            return Err(PipelineError::Option(format!(
-                "a sample of {shape} is {} bytes, more than the {MAX_SAMPLE_BYTES} one sample may take",
-                shape.len()
-            )));
-        }
-        if shape.height == 0 || shape.width == 0 {
-            return Err(PipelineError::Option(
-                "the samples have no fixed size: add resize(WxH), center_crop or \
-                 random_resized_crop (or --resize WxH)"
-                    .into(),
-            ));
-        }
+        let shape = opened.dataset.sample_shape().unwrap_or(Shape::new(0, 0, 3));
+        let (compose, normalize, shape) = compose_steps(&steps, shape)?;
         let (normalize, device_normalize) = match (self.output.is_u8(), normalize) {
             (true, n) => (None, n.and(normalize_values(&steps))),
             (false, n) => (n, None),
         };
-        let fingerprint = match self.dataset.kind.as_str() {
-            "concat" => {
-                let parts: Vec<String> = self
-                    .dataset
-                    .parts
-                    .iter()
-                    .map(|p| format!("{}:{}", p.kind, p.path.display()))
-                    .collect();
-                let joined = parts.join(",");
-                dataset_fingerprint("concat", std::path::Path::new(&joined), &*opened.dataset)
-            }
-            _ => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, &*opened.dataset),
-        };
+        let fingerprint = self.fingerprint(&*opened.dataset);
         // Reduced decoding only helps a first step that shrinks.
         let shrinks_first = matches!(
             steps.first(),
@@ -231,6 +183,74 @@ impl Pipeline {
             fingerprint,
         })
     }
+}
+
+impl Pipeline {
+    /// The data's fingerprint: a concatenation's names every part.
+    fn fingerprint(&self, ds: &dyn adapt_dataset::Dataset) -> String {
+        match self.dataset.kind.as_str() {
+            "concat" => {
+                let parts: Vec<String> = self
+                    .dataset
+                    .parts
+                    .iter()
+                    .map(|p| format!("{}:{}", p.kind, p.path.display()))
+                    .collect();
+                let joined = parts.join(",");
+                dataset_fingerprint("concat", std::path::Path::new(&joined), ds)
+            }
+            _ => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, ds),
+        }
+    }
+}
+
+/// Builds the u8 steps in order, checking each against the shape it
+/// receives; returns them composed, the normaliser (the last step's) and
+/// the shape the samples are batched at.
+fn compose_steps(
+    steps: &[TransformSpec],
+    mut shape: Shape,
+) -> Result<(Compose, Option<Normalize>, Shape), PipelineError> {
+    let mut compose = Compose::new();
+    let mut normalize = None;
+    for s in steps {
+        if let Some(n) = s.normalizer() {
+            let n = n?;
+            if n.channels() != shape.channels as usize {
+                return Err(s.error(format!(
+                    "{} channels given, the samples have {}",
+                    n.channels(),
+                    shape.channels
+                )));
+            }
+            normalize = Some(n);
+            continue;
+        }
+        if let Some(t) = s.build()? {
+            shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
+            if shape.len() > MAX_SAMPLE_BYTES {
+                return Err(s.error(format!(
+                    "makes samples of {shape} ({} bytes), more than the {MAX_SAMPLE_BYTES} one sample may take",
+                    shape.len()
+                )));
+            }
+            compose.0.push(t);
+        }
+    }
+    if shape.len() > MAX_SAMPLE_BYTES {
+        return Err(PipelineError::Option(format!(
+            "a sample of {shape} is {} bytes, more than the {MAX_SAMPLE_BYTES} one sample may take",
+            shape.len()
+        )));
+    }
+    if shape.height == 0 || shape.width == 0 {
+        return Err(PipelineError::Option(
+            "the samples have no fixed size: add resize(WxH), center_crop or \
+             random_resized_crop (or --resize WxH)"
+                .into(),
+        ));
+    }
+    Ok((compose, normalize, shape))
 }
 
 fn normalize_values(steps: &[TransformSpec]) -> Option<(Vec<f32>, Vec<f32>)> {

@@ -191,48 +191,8 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
         class_names: None,
     };
     match kind.to_ascii_lowercase().as_str() {
-        "celeba+digiface" => {
-            let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
-            let offset = i64::try_from(celeba.num_classes().unwrap_or(0)).map_err(|_| {
-                PipelineError::Option(format!(
-                    "{}: CelebA identities too large to offset DigiFace1M's labels past them",
-                    path.join("celeba").display()
-                ))
-            })?;
-            let digi = DigiFace::open(
-                &path.join("digiface"),
-                DigiFaceOptions {
-                    class_offset: offset,
-                },
-            )?;
-            // CelebA's crop is 128×128, DigiFace's images 112×112: resize
-            // CelebA to 112×112 (bilinear) so the two batch together.
-            let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
-                .map_err(|e| PipelineError::Option(e.to_string()))?;
-            let parts: Vec<Arc<dyn Dataset>> =
-                vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];
-            Ok(plain(Arc::new(Concat::new(parts)), DatasetKind::CelebA))
-        }
-        "pack" => {
-            let pack = Arc::new(match path.to_str() {
-                Some(url) if remote => {
-                    adapt_remote::open_pack(url, &adapt_remote::default_options())?
-                }
-                _ => PackDataset::open(path)?,
-            });
-            let m = pack.manifest();
-            let normalize = match m.source_dataset.parse::<DatasetKind>() {
-                Ok(k) => normalize_of(k),
-                Err(_) => normalize_of(DatasetKind::CelebA),
-            };
-            let class_names = m.class_names.clone();
-            Ok(OpenedDataset {
-                dataset: Arc::clone(&pack) as Arc<dyn Dataset>,
-                normalize,
-                pack: Some(pack),
-                class_names,
-            })
-        }
+        "celeba+digiface" => Ok(plain(celeba_digiface(path)?, DatasetKind::CelebA)),
+        "pack" => open_pack(path, remote),
         "cifar10" => {
             let c = Cifar10::open(path, split)?;
             let names = c.classes().to_vec();
@@ -259,6 +219,50 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
             ))
         }
     }
+}
+
+/// `celeba/` and `digiface/` in `path`, concatenated: DigiFace1M's labels
+/// offset past CelebA's identities, CelebA's 128×128 crop resized to
+/// DigiFace's 112×112 (bilinear) so the two batch together.
+fn celeba_digiface(path: &Path) -> Result<Arc<dyn Dataset>, PipelineError> {
+    let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
+    let offset = i64::try_from(celeba.num_classes().unwrap_or(0)).map_err(|_| {
+        PipelineError::Option(format!(
+            "{}: CelebA identities too large to offset DigiFace1M's labels past them",
+            path.join("celeba").display()
+        ))
+    })?;
+    let digi = DigiFace::open(
+        &path.join("digiface"),
+        DigiFaceOptions {
+            class_offset: offset,
+        },
+    )?;
+    let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
+        .map_err(|e| PipelineError::Option(e.to_string()))?;
+    let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];
+    Ok(Arc::new(Concat::new(parts)))
+}
+
+/// A pack in a folder or (`remote`) an object store; normalised as its
+/// source format is.
+fn open_pack(path: &Path, remote: bool) -> Result<OpenedDataset, PipelineError> {
+    let pack = Arc::new(match path.to_str() {
+        Some(url) if remote => adapt_remote::open_pack(url, &adapt_remote::default_options())?,
+        _ => PackDataset::open(path)?,
+    });
+    let m = pack.manifest();
+    let normalize = match m.source_dataset.parse::<DatasetKind>() {
+        Ok(k) => normalize_of(k),
+        Err(_) => normalize_of(DatasetKind::CelebA),
+    };
+    let class_names = m.class_names.clone();
+    Ok(OpenedDataset {
+        dataset: Arc::clone(&pack) as Arc<dyn Dataset>,
+        normalize,
+        pack: Some(pack),
+        class_names,
+    })
 }
 
 /// A pack's shard-streaming order as a loader sampler; each epoch's shard

@@ -429,21 +429,7 @@ impl Inner {
             self.landed.notify_all();
         }
         let checked = result.and_then(|()| {
-            let mut h = xxhash_rust::xxh3::Xxh3::new();
-            let mut buf = vec![0u8; (bytes.min(8 << 20)) as usize];
-            let mut at = 0;
-            while at < bytes {
-                let n = (bytes - at).min(buf.len() as u64) as usize;
-                FileExt::read_exact_at(&*partial.file, &mut buf[..n], at)
-                    .map_err(|e| e.to_string())?;
-                h.update(&buf[..n]);
-                at += n as u64;
-            }
-            if let Some(x) = xxh3
-                && format!("{:016x}", h.digest()) != x
-            {
-                return Err("checksum differs from the manifest".into());
-            }
+            check_whole(&partial.file, bytes, xxh3.as_deref())?;
             std::fs::rename(&tmp, self.dir.join(name)).map_err(|e| e.to_string())
         });
         match checked {
@@ -454,6 +440,26 @@ impl Inner {
                 Err(e)
             }
         }
+    }
+}
+
+/// Checks a downloaded file's `bytes` against the manifest's xxh3 (when it
+/// records one), reading it back in 8 MiB pieces.
+fn check_whole(file: &File, bytes: u64, xxh3: Option<&str>) -> Result<(), String> {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; (bytes.min(8 << 20)) as usize];
+    let mut at = 0;
+    while at < bytes {
+        let n = (bytes - at).min(buf.len() as u64) as usize;
+        FileExt::read_exact_at(file, &mut buf[..n], at).map_err(|e| e.to_string())?;
+        h.update(&buf[..n]);
+        at += n as u64;
+    }
+    match xxh3 {
+        Some(x) if format!("{:016x}", h.digest()) != x => {
+            Err("checksum differs from the manifest".into())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -26,6 +26,28 @@ struct Cuda {
 }
 
 impl Cuda {
+    /// A device buffer of `full` bytes: one of the same size given back by
+    /// an earlier batch, or a new one (counted).
+    fn device_buffer(&self, full: usize) -> Result<CudaSlice<u8>, TransferError> {
+        let reused = {
+            let mut free = Cuda::lock(&self.free);
+            free.iter()
+                .position(|d| d.len() == full)
+                .map(|i| free.swap_remove(i))
+        };
+        match reused {
+            Some(d) => Ok(d),
+            None => {
+                self.device_allocations.fetch_add(1, Ordering::SeqCst);
+                // SAFETY: uninitialised device memory; the copy writes the
+                // batch's bytes and a consumer reads only those
+                // (`DeviceBatch::byte_len`), never the tail.
+                unsafe { self.stream.alloc::<u8>(full) }
+                    .map_err(TransferError::driver("device alloc"))
+            }
+        }
+    }
+
     fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         m.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -238,24 +260,7 @@ impl TransferEngine {
                 pinned,
             });
         };
-        let full = host.as_bytes().len();
-        let reused = {
-            let mut free = Cuda::lock(&c.free);
-            free.iter()
-                .position(|d| d.len() == full)
-                .map(|i| free.swap_remove(i))
-        };
-        let mut dst = match reused {
-            Some(d) => d,
-            None => {
-                c.device_allocations.fetch_add(1, Ordering::SeqCst);
-                // SAFETY: uninitialised device memory; the copy below writes
-                // the batch's bytes and a consumer reads only those
-                // (`DeviceBatch::byte_len`), never the tail.
-                unsafe { c.stream.alloc::<u8>(full) }
-                    .map_err(TransferError::driver("device alloc"))?
-            }
-        };
+        let mut dst = c.device_buffer(host.as_bytes().len())?;
         let start = if self.timing {
             Some(
                 c.stream

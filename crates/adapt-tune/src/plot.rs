@@ -1,6 +1,6 @@
 //! An SVG of the trials over the space and the path the AVL search took.
 
-use crate::{Report, TuneError};
+use crate::{Report, RunReport, TuneError};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -14,85 +14,87 @@ pub fn write_svg(report: &Report, path: &Path) -> Result<(), TuneError> {
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let panels = root.split_evenly((report.runs.len().max(1), 1));
     for (run, area) in report.runs.iter().zip(panels) {
-        let points: Vec<(f64, f64, f64, bool)> = run
-            .trace
-            .iter()
-            .filter_map(|t| {
-                let s = t.seconds?;
-                Some((
-                    t.config.num_workers as f64,
-                    (t.config.prefetch_factor as f64).log2(),
-                    s,
-                    t.config.persistent_workers,
-                ))
-            })
-            .collect();
-        let max_w = points.iter().map(|p| p.0).fold(1.0, f64::max);
-        let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
-            (l.min(p.2), h.max(p.2))
-        });
-        let mut chart = ChartBuilder::on(&area)
-            .caption(
-                format!(
-                    "batch size {}: trials (green fast, red slow), AVL path in blue",
-                    run.batch_size
-                ),
-                ("sans-serif", 18),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(48)
-            .build_cartesian_2d(-0.5..max_w + 0.5, -0.5..11.5f64)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("num_workers")
-            .y_desc("log2(prefetch_factor)")
-            .draw()
-            .map_err(|e| err(&e))?;
-        let colour = |s: f64| {
-            let t = if hi > lo {
-                ((s - lo) / (hi - lo)).clamp(0.0, 1.0)
-            } else {
-                0.0
-            };
-            RGBColor((255.0 * t) as u8, (200.0 * (1.0 - t)) as u8, 40)
-        };
-        chart
-            .draw_series(
-                points
-                    .iter()
-                    .filter(|p| p.3)
-                    .map(|p| Circle::new((p.0 + 0.12, p.1), 5, colour(p.2).filled())),
-            )
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(
-                points
-                    .iter()
-                    .filter(|p| !p.3)
-                    .map(|p| Cross::new((p.0 - 0.12, p.1), 5, colour(p.2).stroke_width(2))),
-            )
-            .map_err(|e| err(&e))?;
-        let path_pts: Vec<(f64, f64)> = run
-            .avl_path
-            .iter()
-            .map(|k| (k.num_workers as f64, (k.prefetch_factor as f64).log2()))
-            .collect();
-        if !path_pts.is_empty() {
-            chart
-                .draw_series(LineSeries::new(path_pts, BLUE.stroke_width(2)))
-                .map_err(|e| err(&e))?;
-        }
-        let a = &run.adapt.config;
-        chart
-            .draw_series(std::iter::once(TriangleMarker::new(
-                (a.num_workers as f64, (a.prefetch_factor as f64).log2()),
-                9,
-                BLUE.filled(),
-            )))
-            .map_err(|e| err(&e))?;
+        panel(run, &area).map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// A measured trial: (num_workers, log2 prefetch, seconds, persistent).
+type Point = (f64, f64, f64, bool);
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type DrawError = DrawingAreaErrorKind<std::io::Error>;
+
+/// One batch size's panel: the trials, the AVL path and the pick.
+fn panel(run: &RunReport, area: &Area<'_>) -> Result<(), DrawError> {
+    let points: Vec<Point> = run
+        .trace
+        .iter()
+        .filter_map(|t| {
+            let s = t.seconds?;
+            Some((
+                t.config.num_workers as f64,
+                (t.config.prefetch_factor as f64).log2(),
+                s,
+                t.config.persistent_workers,
+            ))
+        })
+        .collect();
+    let max_w = points.iter().map(|p| p.0).fold(1.0, f64::max);
+    let (lo, hi) = points.iter().fold((f64::INFINITY, 0.0f64), |(l, h), p| {
+        (l.min(p.2), h.max(p.2))
+    });
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            format!(
+                "batch size {}: trials (green fast, red slow), AVL path in blue",
+                run.batch_size
+            ),
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(48)
+        .build_cartesian_2d(-0.5..max_w + 0.5, -0.5..11.5f64)?;
+    chart
+        .configure_mesh()
+        .x_desc("num_workers")
+        .y_desc("log2(prefetch_factor)")
+        .draw()?;
+    let colour = |s: f64| {
+        let t = if hi > lo {
+            ((s - lo) / (hi - lo)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        RGBColor((255.0 * t) as u8, (200.0 * (1.0 - t)) as u8, 40)
+    };
+    chart.draw_series(
+        points
+            .iter()
+            .filter(|p| p.3)
+            .map(|p| Circle::new((p.0 + 0.12, p.1), 5, colour(p.2).filled())),
+    )?;
+    chart.draw_series(
+        points
+            .iter()
+            .filter(|p| !p.3)
+            .map(|p| Cross::new((p.0 - 0.12, p.1), 5, colour(p.2).stroke_width(2))),
+    )?;
+    let path_pts: Vec<(f64, f64)> = run
+        .avl_path
+        .iter()
+        .map(|k| (k.num_workers as f64, (k.prefetch_factor as f64).log2()))
+        .collect();
+    if !path_pts.is_empty() {
+        chart.draw_series(LineSeries::new(path_pts, BLUE.stroke_width(2)))?;
+    }
+    let a = &run.adapt.config;
+    chart.draw_series(std::iter::once(TriangleMarker::new(
+        (a.num_workers as f64, (a.prefetch_factor as f64).log2()),
+        9,
+        BLUE.filled(),
+    )))?;
     Ok(())
 }

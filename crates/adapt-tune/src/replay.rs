@@ -100,30 +100,7 @@ pub fn replay(
     }
     let mut out = Vec::new();
     for run in &report.runs {
-        // A report read back from a file: every recorded time must be a
-        // positive number of seconds (infinite marks a failed trial).
-        if let Some(bad) = run
-            .grid
-            .iter()
-            .find(|c| c.seconds.is_nan() || c.seconds <= 0.0)
-        {
-            return Err(TuneError::Replay(format!(
-                "the report's grid for batch size {} records {} s for {}: not a time",
-                run.batch_size, bad.seconds, bad.config
-            )));
-        }
-        if run.grid.is_empty() {
-            return Err(TuneError::Replay(format!(
-                "the report has no recorded grid for batch size {} (tune with --strategy grid or both)",
-                run.batch_size
-            )));
-        }
-        let costs: HashMap<Knobs, f64> = run
-            .grid
-            .iter()
-            .filter(|c| c.seconds.is_finite())
-            .map(|c| (c.config, c.seconds))
-            .collect();
+        let costs = recorded_costs(run)?;
         let best = costs.values().copied().fold(f64::INFINITY, f64::min);
         let workers: Vec<i64> = {
             let mut w: Vec<i64> = costs.keys().map(|k| k.num_workers as i64).collect();
@@ -164,4 +141,32 @@ pub fn replay(
         }
     }
     Ok(out)
+}
+
+/// The recorded grid of one run, checked: a report read back from a file
+/// must record a positive number of seconds per configuration (infinite
+/// marks a failed trial, left out).
+fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<Knobs, f64>, TuneError> {
+    if let Some(bad) = run
+        .grid
+        .iter()
+        .find(|c| c.seconds.is_nan() || c.seconds <= 0.0)
+    {
+        return Err(TuneError::Replay(format!(
+            "the report's grid for batch size {} records {} s for {}: not a time",
+            run.batch_size, bad.seconds, bad.config
+        )));
+    }
+    if run.grid.is_empty() {
+        return Err(TuneError::Replay(format!(
+            "the report has no recorded grid for batch size {} (tune with --strategy grid or both)",
+            run.batch_size
+        )));
+    }
+    Ok(run
+        .grid
+        .iter()
+        .filter(|c| c.seconds.is_finite())
+        .map(|c| (c.config, c.seconds))
+        .collect())
 }

@@ -195,9 +195,17 @@ pub struct Report {
 impl Report {
     /// The human table.
     pub fn table(&self) -> String {
-        let mut s = String::new();
+        let mut s = self.header();
+        for r in &self.runs {
+            s += &r.table();
+        }
+        s
+    }
+
+    /// Machine, data and pipeline, notes, the search and the comparison.
+    fn header(&self) -> String {
         let m = &self.machine;
-        s += &format!(
+        let mut s = format!(
             "machine: {} cores, {:.1} GiB, GPU: {}\n",
             m.cores,
             m.memory_bytes as f64 / (1u64 << 30) as f64,
@@ -229,112 +237,141 @@ impl Report {
             "search: {} (AVL {}; noise policy {}; consumer step {} ms)\n",
             st.search,
             st.avl,
-            if st.noise_threshold > 0.0 && st.threshold_source == "measured" {
-                format!(
-                    "races up to {} configurations within twice the noise measured per batch size, {} measurements each",
-                    st.noise_candidates, st.noise_max_repeats
-                )
-            } else if st.noise_threshold > 0.0 {
-                format!(
-                    "races up to {} configurations within twice {:.1}% (fixed), {} measurements each",
-                    st.noise_candidates,
-                    st.noise_threshold * 100.0,
-                    st.noise_max_repeats
-                )
-            } else {
-                "off".into()
-            },
+            st.policy(),
             st.step_ms
         );
         s += &format!(
             "final comparison: {} epochs of {} samples, median of {} runs\n",
             self.final_epochs, self.final_samples, self.final_repeats
         );
-        for r in &self.runs {
-            s += &format!("\nbatch size {}\n", r.batch_size);
-            if let (Some(t), Some(n)) = (&r.trial, &r.noise) {
-                // Reports written before several probes list only one.
-                let probes = if r.noise_probes.is_empty() {
-                    std::slice::from_ref(n)
-                } else {
-                    &r.noise_probes[..]
-                };
-                let each: Vec<String> = probes
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{:.1}% on {} ({:.3} s median)",
-                            p.relative_spread * 100.0,
-                            p.config,
-                            p.median
-                        )
-                    })
-                    .collect();
-                s += &format!(
-                    "  trials: {} samples x {} epochs; noise {:.1}% (trimmed range / median of {} trials each: {})\n",
-                    t.samples,
-                    t.epochs,
-                    n.relative_spread * 100.0,
-                    n.seconds.len(),
-                    each.join(", ")
-                );
-            }
-            s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
-            let row = |name: &str, c: &ConfigTime| {
-                format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
-            };
-            s += &row("default", &r.default);
-            s += &row("recommended", &r.recommended);
-            if let Some(o) = &r.optimal {
-                s += &row("optimal", o);
-            }
-            if let Some(p) = &r.plain {
-                s += &row("avl plain", p);
-            }
-            s += &row(&format!("adapt ({})", r.adapt_source), &r.adapt);
-            if let Some(c) = &r.cheapest {
-                s += &row("cheapest", c);
-            }
-            s += &format!(
-                "  speed-up: {:.2}x vs default, {:.2}x vs recommended",
-                r.speedup_vs_default, r.speedup_vs_recommended
-            );
-            if let (Some(rank), Some(ratio)) = (r.adapt_rank, r.adapt_over_optimal) {
-                s += &format!(
-                    "; rank {rank} of {} in the grid, {:.1}% from the optimum",
-                    r.grid_size,
-                    (ratio - 1.0) * 100.0
-                );
-            }
-            if let (Some(rank), Some(p), Some(o)) = (r.plain_rank, &r.plain, &r.optimal) {
-                s += &format!(
-                    "; plain AVL: rank {rank}, {:.1}% from the optimum",
-                    (p.seconds / o.seconds - 1.0) * 100.0
-                );
-            }
-            s += "\n";
-            for f in &r.failures {
-                s += &format!("  failed: {f}\n");
-            }
-            if let Some(a) = &r.search.avl {
-                s += &format!("  search: AVL {} trials in {:.2} s", a.trials, a.seconds);
-                if let Some(p) = &r.search.avl_plain {
-                    s += &format!("; plain AVL {} trials in {:.2} s", p.trials, p.seconds);
-                }
-                if let Some(g) = &r.search.grid {
-                    s += &format!(
-                        "; grid {} trials in {:.2} s ({:.1}x the AVL time)",
-                        g.trials,
-                        g.seconds,
-                        r.search.grid_over_avl.unwrap_or(f64::NAN)
-                    );
-                }
-                s += &format!(
-                    "; {} of {} configurations over the memory budget\n",
-                    r.pruned, r.grid_size
-                );
-            }
-        }
         s
+    }
+}
+
+impl StrategyRecord {
+    /// The noise policy in words.
+    fn policy(&self) -> String {
+        if self.noise_threshold > 0.0 && self.threshold_source == "measured" {
+            format!(
+                "races up to {} configurations within twice the noise measured per batch size, {} measurements each",
+                self.noise_candidates, self.noise_max_repeats
+            )
+        } else if self.noise_threshold > 0.0 {
+            format!(
+                "races up to {} configurations within twice {:.1}% (fixed), {} measurements each",
+                self.noise_candidates,
+                self.noise_threshold * 100.0,
+                self.noise_max_repeats
+            )
+        } else {
+            "off".into()
+        }
+    }
+}
+
+impl RunReport {
+    /// One batch size's part of the table.
+    fn table(&self) -> String {
+        let mut s = format!("\nbatch size {}\n", self.batch_size);
+        s += &self.noise_line();
+        s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
+        let row = |name: &str, c: &ConfigTime| {
+            format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
+        };
+        s += &row("default", &self.default);
+        s += &row("recommended", &self.recommended);
+        if let Some(o) = &self.optimal {
+            s += &row("optimal", o);
+        }
+        if let Some(p) = &self.plain {
+            s += &row("avl plain", p);
+        }
+        s += &row(&format!("adapt ({})", self.adapt_source), &self.adapt);
+        if let Some(c) = &self.cheapest {
+            s += &row("cheapest", c);
+        }
+        s += &self.speedup_line();
+        for f in &self.failures {
+            s += &format!("  failed: {f}\n");
+        }
+        s += &self.search_line();
+        s
+    }
+
+    /// The trial length and the noise measured on each probe.
+    fn noise_line(&self) -> String {
+        let (Some(t), Some(n)) = (&self.trial, &self.noise) else {
+            return String::new();
+        };
+        // Reports written before several probes list only one.
+        let probes = if self.noise_probes.is_empty() {
+            std::slice::from_ref(n)
+        } else {
+            &self.noise_probes[..]
+        };
+        let each: Vec<String> = probes
+            .iter()
+            .map(|p| {
+                format!(
+                    "{:.1}% on {} ({:.3} s median)",
+                    p.relative_spread * 100.0,
+                    p.config,
+                    p.median
+                )
+            })
+            .collect();
+        format!(
+            "  trials: {} samples x {} epochs; noise {:.1}% (trimmed range / median of {} trials each: {})\n",
+            t.samples,
+            t.epochs,
+            n.relative_spread * 100.0,
+            n.seconds.len(),
+            each.join(", ")
+        )
+    }
+
+    /// The speed-ups and the pick's place in the grid.
+    fn speedup_line(&self) -> String {
+        let mut s = format!(
+            "  speed-up: {:.2}x vs default, {:.2}x vs recommended",
+            self.speedup_vs_default, self.speedup_vs_recommended
+        );
+        if let (Some(rank), Some(ratio)) = (self.adapt_rank, self.adapt_over_optimal) {
+            s += &format!(
+                "; rank {rank} of {} in the grid, {:.1}% from the optimum",
+                self.grid_size,
+                (ratio - 1.0) * 100.0
+            );
+        }
+        if let (Some(rank), Some(p), Some(o)) = (self.plain_rank, &self.plain, &self.optimal) {
+            s += &format!(
+                "; plain AVL: rank {rank}, {:.1}% from the optimum",
+                (p.seconds / o.seconds - 1.0) * 100.0
+            );
+        }
+        s + "\n"
+    }
+
+    /// What each search cost.
+    fn search_line(&self) -> String {
+        let Some(a) = &self.search.avl else {
+            return String::new();
+        };
+        let mut s = format!("  search: AVL {} trials in {:.2} s", a.trials, a.seconds);
+        if let Some(p) = &self.search.avl_plain {
+            s += &format!("; plain AVL {} trials in {:.2} s", p.trials, p.seconds);
+        }
+        if let Some(g) = &self.search.grid {
+            s += &format!(
+                "; grid {} trials in {:.2} s ({:.1}x the AVL time)",
+                g.trials,
+                g.seconds,
+                self.search.grid_over_avl.unwrap_or(f64::NAN)
+            );
+        }
+        s + &format!(
+            "; {} of {} configurations over the memory budget\n",
+            self.pruned, self.grid_size
+        )
     }
 }

@@ -102,17 +102,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         let (run, epochs) = tune_batch(&ctx, &data, batch_size, saved)?;
         final_epochs = final_epochs.max(epochs);
         if let Some(p) = &mut profile {
-            p.insert(ProfileEntry {
-                key: ProfileKey {
-                    dataset: identity.clone(),
-                    batch_size,
-                    machine: ctx.machine.clone(),
-                },
-                knobs: run.adapt.config,
-                seconds: run.adapt.seconds,
-                cheapest: run.cheapest.as_ref().map(|c| c.config),
-                strategy: Some(options.record()),
-            });
+            p.insert(profile_entry(&ctx, &identity, &run));
         }
         runs.push(run);
     }
@@ -143,6 +133,22 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         strategy: options.record(),
         runs,
     })
+}
+
+/// The profile entry a batch size's run leaves: its pick, keyed by the
+/// pipeline's identity, the batch size and the machine.
+fn profile_entry(ctx: &TuneContext<'_>, identity: &str, run: &RunReport) -> ProfileEntry {
+    ProfileEntry {
+        key: ProfileKey {
+            dataset: identity.to_owned(),
+            batch_size: run.batch_size,
+            machine: ctx.machine.clone(),
+        },
+        knobs: run.adapt.config,
+        seconds: run.adapt.seconds,
+        cheapest: run.cheapest.as_ref().map(|c| c.config),
+        strategy: Some(ctx.options.record()),
+    }
 }
 
 /// One batch size of a loader run: warm up, size the trials, measure the

@@ -28,6 +28,8 @@
 //! # Ok::<(), adapt::AdaptError>(())
 //! ```
 
+#[cfg(feature = "cli")]
+pub mod cli;
 mod error;
 pub mod generate;
 mod inspect;

@@ -1,8 +1,8 @@
-//! `cargo xtask inspect`: one sample as a JSON line, as the pipeline yields
+//! `inspect`: one sample as a JSON line, as the pipeline yields
 //! it in a given epoch, to check our readers and transforms against any
 //! other tool.
 
-use adapt::{DatasetSpec, Pipeline};
+use crate::{DatasetSpec, Pipeline};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub(crate) struct DatasetArgs {
     #[arg(long)]
     path: PathBuf,
     #[command(flatten)]
-    remote: crate::remote_args::RemoteArgs,
+    remote: super::remote_args::RemoteArgs,
     /// CIFAR-10 split.
     #[arg(long, value_enum, default_value = "train")]
     split: SplitArg,
@@ -80,8 +80,9 @@ impl DatasetArgs {
     }
 }
 
+/// The verb's flags.
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub struct Args {
     #[command(flatten)]
     source: DatasetArgs,
     /// Sample index, in the format's documented order.
@@ -107,7 +108,7 @@ pub(crate) enum SplitArg {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let pipeline = args.source.pipeline()?;
-    let s = adapt::inspect(&pipeline, args.index, args.epoch, args.seed)?;
+    let s = crate::inspect(&pipeline, args.index, args.epoch, args.seed)?;
     let hwc = s.sample.hwc_bytes();
     let mut line = serde_json::json!({
         "index": args.index,

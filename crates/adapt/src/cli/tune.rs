@@ -1,13 +1,14 @@
-//! `cargo xtask tune`: the main job. With no argument it tunes the loader on
-//! full-size CIFAR-10 under `datasets/cifar10` (generated if absent) at
-//! batch size 128 with the AVL search.
+//! `tune`: the main job. With no argument it tunes the loader on full-size
+//! CIFAR-10 in the default folder (generated if absent) at batch size 128
+//! with the AVL search.
 
-use adapt::{AvlOptions, DatasetSpec, Pipeline, Report, TrialSpec, TuneOptions};
+use crate::{AvlOptions, DatasetSpec, Pipeline, Report, TrialSpec, TuneOptions};
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 
+/// The verb's flags.
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub struct Args {
     /// cifar10, celeba, digiface, celeba+digiface or imagefolder (default:
     /// the embedded CIFAR-10).
     #[arg(long)]
@@ -16,12 +17,12 @@ pub(crate) struct Args {
     #[arg(long)]
     path: Option<PathBuf>,
     /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
-    #[arg(long, value_parser = crate::inspect::parse_size)]
+    #[arg(long, value_parser = super::inspect::parse_size)]
     resize: Option<(u32, u32)>,
     #[command(flatten)]
-    pipeline: crate::inspect::PipelineArgs,
+    pipeline: super::inspect::PipelineArgs,
     #[command(flatten)]
-    remote: crate::remote_args::RemoteArgs,
+    remote: super::remote_args::RemoteArgs,
     /// Batch sizes, comma-separated, each tuned separately.
     #[arg(long, value_delimiter = ',', default_value = "128")]
     batch_size: Vec<usize>,
@@ -104,12 +105,13 @@ pub(crate) struct Args {
 impl Args {
     /// The pipeline tuned: `--dataset`/`--path` with the steps and output,
     /// or the main job's default CIFAR-10 (generated when absent).
-    fn pipeline(&self, progress: adapt::Progress<'_>) -> anyhow::Result<Pipeline> {
+    fn pipeline(
+        &self,
+        default_cifar10: &Path,
+        progress: crate::Progress<'_>,
+    ) -> anyhow::Result<Pipeline> {
         let base = match (&self.dataset, &self.path) {
-            (None, None) => adapt::default_cifar10(
-                Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10")),
-                progress,
-            )?,
+            (None, None) => crate::default_cifar10(default_cifar10, progress)?,
             (Some(kind), Some(path)) => Pipeline::new(DatasetSpec {
                 resize: self.resize,
                 ..DatasetSpec::new(kind.clone(), path.clone())
@@ -132,7 +134,7 @@ impl Args {
         };
         let budget_bytes = match self.budget_mem.as_deref() {
             Some(b) => Some(
-                adapt::parse_bytes(b)
+                crate::parse_bytes(b)
                     .filter(|&n| n > 0)
                     .with_context(|| format!("--budget-mem {b:?}: expected e.g. 4G or 512M"))?,
             ),
@@ -159,14 +161,14 @@ impl Args {
             retune: self.retune,
             trial_seconds: (self.trial_seconds > 0.0).then_some(self.trial_seconds),
             noise_repeats: self.noise_repeats,
-            step: adapt::step_from_ms(self.step_ms)?,
+            step: crate::step_from_ms(self.step_ms)?,
             metric: self.metric.clone(),
             trial_timeout: positive("--trial-timeout", self.trial_timeout)?,
         })
     }
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+pub(crate) fn run(args: Args, defaults: &super::Defaults) -> anyhow::Result<()> {
     args.remote.install()?;
     if let Some(file) = &args.replay {
         return replay(file, args.replay_seeds, args.replay_noise);
@@ -192,11 +194,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let report = match &args.command {
         Some(cmd) => {
             let options = args.options(Pipeline::new(DatasetSpec::new("command", "")))?;
-            adapt::tune_command(cmd, &options, &progress)?
+            crate::tune_command(cmd, &options, &progress)?
         }
         None => {
-            let options = args.options(args.pipeline(&progress)?)?;
-            adapt::tune(&options, &progress)?
+            let options = args.options(args.pipeline(&defaults.cifar10, &progress)?)?;
+            crate::tune(&options, &progress)?
         }
     };
     bar.finish_and_clear();
@@ -215,14 +217,14 @@ fn write_outputs(
         println!("report: {}", path.display());
     }
     if let Some(path) = plot {
-        adapt::write_svg(report, path)?;
+        crate::write_svg(report, path)?;
         println!("plot: {}", path.display());
     }
     Ok(())
 }
 
 fn replay(file: &Path, seeds: usize, noise: f64) -> anyhow::Result<()> {
-    let stats = adapt::replay(file, seeds, noise)?;
+    let stats = crate::replay(file, seeds, noise)?;
     println!(
         "replay of {} over {seeds} seeds, noise ±{:.0}%",
         file.display(),

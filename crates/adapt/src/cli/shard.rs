@@ -1,14 +1,15 @@
-//! `cargo xtask shard`: pack a dataset into shards (in a folder or an
+//! `shard`: pack a dataset into shards (in a folder or an
 //! object store), or verify a pack (against its source too).
 
-use crate::remote_args::RemoteArgs;
-use adapt::{Codec, DatasetSpec, PackOptions, RemoteOptions, Store};
+use super::remote_args::RemoteArgs;
+use crate::{Codec, DatasetSpec, PackOptions, RemoteOptions, Store};
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The verb's flags.
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub struct Args {
     /// Check every checksum and count of this pack (a folder or
     /// s3://bucket/prefix) and name any damage; with --dataset and --path,
     /// also check that the source still holds the content it was made from.
@@ -83,10 +84,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let options = args.pack_options()?;
     // (The source is read twice: first to digest its content — what ties
     // the pack to it —, then to pack; the bar counts the second pass.)
-    let bar = crate::progress_bar(adapt::pack::source_len(&source)? as u64, "packing");
+    let bar = super::progress_bar(crate::pack::source_len(&source)? as u64, "packing");
     let start = Instant::now();
     let dest = out.display().to_string();
-    let written = adapt::pack::write(&source, &dest, &options, &remote, &|n| bar.inc(n))
+    let written = crate::pack::write(&source, &dest, &options, &remote, &|n| bar.inc(n))
         .with_context(|| format!("packing into {dest}"))?;
     bar.finish_and_clear();
     if let Some(r) = &written.upload {
@@ -117,7 +118,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
 fn verify(args: &Args, pack: &std::path::Path, remote: &RemoteOptions) -> anyhow::Result<()> {
     let text = pack.display().to_string();
     let against = args.source()?;
-    let r = adapt::pack::verify(&text, against.as_ref(), remote)?;
+    let r = crate::pack::verify(&text, against.as_ref(), remote)?;
     let made_from = match &against {
         Some(s) => format!(", made from {} as it is now", s.path.display()),
         None => String::new(),

@@ -1,11 +1,12 @@
-//! `cargo xtask gen`: synthetic datasets in the real layouts.
+//! `gen`: synthetic datasets in the real layouts.
 
-use adapt::DatasetKind;
+use crate::DatasetKind;
 use anyhow::Context;
 use std::path::PathBuf;
 
+/// The verb's flags.
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub struct Args {
     /// cifar10, celeba, digiface or imagefolder (class folders of JPEGs,
     /// ImageNet-like by default; --size 1024x768 for camera-sized photos).
     #[arg(long)]
@@ -22,7 +23,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// imagefolder: typical landscape size WIDTHxHEIGHT (default 500x375).
-    #[arg(long, value_parser = crate::inspect::parse_size)]
+    #[arg(long, value_parser = super::inspect::parse_size)]
     size: Option<(u32, u32)>,
     /// imagefolder: number of class folders (default 10).
     #[arg(long)]
@@ -30,14 +31,14 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let request = adapt::generate::Request {
+    let request = crate::generate::Request {
         count: args.count,
         size: args.size,
         classes: args.classes,
-        ..adapt::generate::Request::new(args.dataset, args.seed)
+        ..crate::generate::Request::new(args.dataset, args.seed)
     };
-    let bar = crate::progress_bar(request.total() as u64, &args.dataset.to_string());
-    let total = adapt::generate(&request, &args.out, &|n| bar.inc(n))?;
+    let bar = super::progress_bar(request.total() as u64, &args.dataset.to_string());
+    let total = crate::generate(&request, &args.out, &|n| bar.inc(n))?;
     bar.finish();
     let out = args
         .out

@@ -1,14 +1,15 @@
-//! `cargo xtask load`: run epochs through the loader, one JSON line each.
+//! `load`: run epochs through the loader, one JSON line each.
 
-use crate::inspect::{DatasetArgs, hex};
-use adapt::{Autotune, LoaderState, Run, RunOptions};
+use super::inspect::{DatasetArgs, hex};
+use crate::{Autotune, LoaderState, Run, RunOptions};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The verb's flags.
 #[derive(clap::Args)]
-pub(crate) struct Args {
+pub struct Args {
     #[command(flatten)]
     source: DatasetArgs,
     #[arg(long, default_value_t = 128)]
@@ -75,9 +76,9 @@ pub(crate) struct Args {
     profile: Option<PathBuf>,
 }
 
-fn distributed(arg: Option<&str>) -> anyhow::Result<Option<adapt::Distributed>> {
+fn distributed(arg: Option<&str>) -> anyhow::Result<Option<crate::Distributed>> {
     let Some(text) = arg else { return Ok(None) };
-    Ok(match adapt::parse_distributed(text)? {
+    Ok(match crate::parse_distributed(text)? {
         Some((d, launcher)) => {
             eprintln!("{launcher}: rank {} of {}", d.rank, d.world_size);
             Some(d)
@@ -93,7 +94,7 @@ impl Args {
     /// The run's options from the flags.
     fn run_options(&self) -> anyhow::Result<RunOptions> {
         if self.profile.is_some() && !self.autotune {
-            bail!("--profile goes with --autotune here (cargo xtask tune --profile tunes offline)");
+            bail!("--profile goes with --autotune here (tune --profile tunes offline)");
         }
         Ok(RunOptions {
             batch_size: self.batch_size,
@@ -222,7 +223,7 @@ fn run_epoch(
     Ok(e)
 }
 
-fn hash_batch(digest: &mut Sha256, batch: &adapt::Batch) {
+fn hash_batch(digest: &mut Sha256, batch: &crate::Batch) {
     digest.update(batch.bytes());
     for l in batch.labels() {
         digest.update(l.to_le_bytes());

@@ -1,6 +1,6 @@
 //! Object-store flags shared by the verbs that read or write packs.
 
-use adapt::RemoteOptions;
+use crate::RemoteOptions;
 use anyhow::Context;
 use std::path::PathBuf;
 
@@ -42,13 +42,13 @@ impl RemoteArgs {
             o.cache_dir = d.clone();
         }
         if let Some(b) = &self.cache_bytes {
-            o.cache_bytes = adapt::parse_bytes(b)
+            o.cache_bytes = crate::parse_bytes(b)
                 .with_context(|| format!("--cache-bytes {b:?}: expected e.g. 512M or 8G"))?;
         }
         if let Some(n) = self.prefetch_shards {
             o.prefetch_shards = n;
         }
-        adapt::set_default_options(o.clone());
+        crate::set_default_options(o.clone());
         Ok(o)
     }
 }

@@ -1,0 +1,97 @@
+//! The command line's shared verbs — `gen`, `inspect`, `load`, `shard`,
+//! `tune` — with their flags, for both binaries that offer them: `cargo
+//! xtask` (which adds `bench`, `fuzz` and `gpu-check`) and the Python
+//! package's `python -m adapt` / `adapt` script. One definition, so a user
+//! who only ran `pip install` has the same verbs and flags.
+//!
+//! Each verb parses its flags (clap), makes one call into this crate and
+//! prints; behind the `cli` feature, so library users do not build clap.
+
+mod gen_cmd;
+mod inspect;
+mod load;
+mod remote_args;
+mod shard;
+mod tune;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// The verbs both command lines share.
+#[derive(Subcommand)]
+pub enum Verb {
+    /// Generate a synthetic dataset in a real on-disk layout.
+    Gen(gen_cmd::Args),
+    /// Print one sample as a JSON line (shape, label, sha256 of its pixels).
+    Inspect(inspect::Args),
+    /// Run epochs through the loader and print one JSON line per epoch.
+    Load(load::Args),
+    /// Pack a dataset into shuffled, checksummed shards (or --verify a pack).
+    #[command(alias = "pack")]
+    Shard(shard::Args),
+    /// Tune the loader's knobs with the ADaPT search (the main job).
+    Tune(Box<tune::Args>),
+}
+
+/// What differs between the two command lines.
+#[derive(Clone, Debug)]
+pub struct Defaults {
+    /// Where `tune` without `--dataset` keeps the main job's CIFAR-10.
+    pub cifar10: PathBuf,
+}
+
+impl Verb {
+    /// Runs the verb.
+    pub fn run(self, defaults: &Defaults) -> anyhow::Result<()> {
+        match self {
+            Verb::Gen(a) => gen_cmd::run(a),
+            Verb::Inspect(a) => inspect::run(a),
+            Verb::Load(a) => load::run(a),
+            Verb::Shard(a) => shard::run(a),
+            Verb::Tune(a) => tune::run(*a, defaults),
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "adapt", about = "adapt: a self-tuning data loader")]
+struct Cli {
+    #[command(subcommand)]
+    verb: Verb,
+}
+
+/// The whole command line over `args` (the program's name first), as
+/// `python -m adapt` runs it: returns the exit status (0, 1 on an error,
+/// 2 on a usage error) after printing what clap or the verb printed.
+pub fn main(args: Vec<String>, defaults: &Defaults) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = e.exit_code();
+            // Help and version go to stdout with status 0; usage errors to stderr.
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.verb.run(defaults) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            1
+        }
+    }
+}
+
+/// A progress bar on stderr for `len` items.
+pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
