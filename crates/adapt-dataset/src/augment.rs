@@ -436,29 +436,10 @@ pub fn resize_region(
     sample.make_interleaved(&mut scratch.bytes);
     let from = sample.shape;
     let to = Shape::new(height, width, from.channels);
-    let pt = crate::transform::pixel_type(from.channels)?;
-    let err = |e: &dyn std::fmt::Display| Error::Resize {
-        from,
-        to,
-        message: e.to_string(),
-    };
-    let src = fr::images::ImageRef::new(from.width, from.height, &sample.pixels, pt)
-        .map_err(|e| err(&e))?;
-    scratch.bytes.clear();
-    scratch.bytes.resize(to.len(), 0);
-    let mut dst = fr::images::Image::from_slice_u8(to.width, to.height, &mut scratch.bytes, pt)
-        .map_err(|e| err(&e))?;
     let options = fr::ResizeOptions::new()
         .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear))
         .crop(region.left, region.top, region.width, region.height);
-    scratch
-        .resizer
-        .get_or_insert_with(fr::Resizer::new)
-        .resize(&src, &mut dst, &options)
-        .map_err(|e| err(&e))?;
-    std::mem::swap(&mut sample.pixels, &mut scratch.bytes);
-    sample.shape = to;
-    Ok(())
+    crate::transform::resize_u8(sample, scratch, to, &options)
 }
 
 /// torchvision's `RandomResizedCrop(size, scale, ratio)`: a region of

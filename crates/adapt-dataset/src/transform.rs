@@ -434,6 +434,56 @@ impl Resize {
     }
 }
 
+/// Resizes `sample`'s interleaved u8 pixels to `to` with `options` (which
+/// may crop first) through the scratch buffer, then swaps it in: the one
+/// call into `fast_image_resize`. Typed per channel count, so only the four
+/// u8 pixel types are compiled, not the library's thirteen (its untyped
+/// `resize` instantiates every type: most of this crate's build time).
+pub(crate) fn resize_u8(
+    sample: &mut Sample,
+    scratch: &mut Scratch,
+    to: Shape,
+    options: &fr::ResizeOptions,
+) -> Result<(), Error> {
+    use fr::pixels::{U8, U8x2, U8x3, U8x4};
+    let from = sample.shape;
+    scratch.bytes.clear();
+    scratch.bytes.resize(to.len(), 0);
+    let resizer = scratch.resizer.get_or_insert_with(fr::Resizer::new);
+    let (src, dst) = (&sample.pixels[..], &mut scratch.bytes[..]);
+    let resized = match from.channels {
+        1 => resize_typed::<U8>(resizer, (from, src), (to, dst), options),
+        2 => resize_typed::<U8x2>(resizer, (from, src), (to, dst), options),
+        3 => resize_typed::<U8x3>(resizer, (from, src), (to, dst), options),
+        4 => resize_typed::<U8x4>(resizer, (from, src), (to, dst), options),
+        channels => {
+            return Err(Error::Channels {
+                transform: "Resize",
+                channels,
+            });
+        }
+    };
+    resized.map_err(|message| Error::Resize { from, to, message })?;
+    std::mem::swap(&mut sample.pixels, &mut scratch.bytes);
+    sample.shape = to;
+    Ok(())
+}
+
+fn resize_typed<P: fr::PixelTrait>(
+    resizer: &mut fr::Resizer,
+    (from, src): (Shape, &[u8]),
+    (to, dst): (Shape, &mut [u8]),
+    options: &fr::ResizeOptions,
+) -> Result<(), String> {
+    let src = fr::images::TypedImageRef::<P>::from_buffer(from.width, from.height, src)
+        .map_err(|e| e.to_string())?;
+    let mut dst = fr::images::TypedImage::<P>::from_buffer(to.width, to.height, dst)
+        .map_err(|e| e.to_string())?;
+    resizer
+        .resize_typed(&src, &mut dst, options)
+        .map_err(|e| e.to_string())
+}
+
 pub(crate) fn pixel_type(channels: u32) -> Result<fr::PixelType, Error> {
     Ok(match channels {
         1 => fr::PixelType::U8,
@@ -457,25 +507,7 @@ impl Transform for Resize {
             return Ok(());
         }
         sample.make_interleaved(&mut scratch.bytes);
-        let pt = pixel_type(from.channels)?;
-        let err = |e: &dyn fmt::Display| Error::Resize {
-            from,
-            to,
-            message: e.to_string(),
-        };
-        let src = fr::images::ImageRef::new(from.width, from.height, &sample.pixels, pt)
-            .map_err(|e| err(&e))?;
-        scratch.bytes.clear();
-        scratch.bytes.resize(to.len(), 0);
-        let mut dst = fr::images::Image::from_slice_u8(to.width, to.height, &mut scratch.bytes, pt)
-            .map_err(|e| err(&e))?;
-        scratch
-            .resizer
-            .get_or_insert_with(fr::Resizer::new)
-            .resize(&src, &mut dst, &self.options())
-            .map_err(|e| err(&e))?;
-        std::mem::swap(&mut sample.pixels, &mut scratch.bytes);
-        sample.shape = to;
+        resize_u8(sample, scratch, to, &self.options())?;
         sample.layout = Layout::Interleaved;
         Ok(())
     }

@@ -43,6 +43,11 @@ pub enum PipelineError {
         /// The reader's or the step's error (downcastable).
         source: adapt_dataset::Error,
     },
+    /// An `s3://` path in a build without the S3 client.
+    #[error(
+        "{0}: this build of adapt has no S3 client (the `s3` feature; `cargo xtask` turns it on by itself for an s3:// path)"
+    )]
+    NoS3(String),
     /// A serialised pipeline that cannot be read.
     #[error("pipeline description: {0}")]
     Description(String),

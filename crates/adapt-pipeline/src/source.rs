@@ -244,11 +244,26 @@ fn celeba_digiface(path: &Path) -> Result<Arc<dyn Dataset>, PipelineError> {
     Ok(Arc::new(Concat::new(parts)))
 }
 
+/// The pack at `url` in an object store, with the process's options.
+#[cfg(feature = "s3")]
+fn open_remote(url: &str) -> Result<PackDataset, PipelineError> {
+    Ok(adapt_remote::open_pack(
+        url,
+        &adapt_remote::default_options(),
+    )?)
+}
+
+/// Without the S3 client: an error that says how to get it.
+#[cfg(not(feature = "s3"))]
+fn open_remote(url: &str) -> Result<PackDataset, PipelineError> {
+    Err(PipelineError::NoS3(url.to_owned()))
+}
+
 /// A pack in a folder or (`remote`) an object store; normalised as its
 /// source format is.
 fn open_pack(path: &Path, remote: bool) -> Result<OpenedDataset, PipelineError> {
     let pack = Arc::new(match path.to_str() {
-        Some(url) if remote => adapt_remote::open_pack(url, &adapt_remote::default_options())?,
+        Some(url) if remote => open_remote(url)?,
         _ => PackDataset::open(path)?,
     });
     let m = pack.manifest();

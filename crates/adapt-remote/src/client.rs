@@ -8,11 +8,6 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// Whether `path` names an object store location (`s3://…`).
-pub fn is_remote(path: &str) -> bool {
-    path.starts_with("s3://")
-}
-
 /// `s3://bucket/prefix`, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteUrl {

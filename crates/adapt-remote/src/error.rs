@@ -14,6 +14,7 @@ pub enum RemoteError {
         message: String,
     },
     /// A request failed (after the configured retries).
+    #[cfg(feature = "s3")]
     #[error("{url}: {source}")]
     Store {
         /// The object.

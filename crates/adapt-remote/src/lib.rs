@@ -3,31 +3,45 @@
 //! on-disk cache), packs published there (shards first, the manifest
 //! last, resumable), and checked there. Any S3-compatible endpoint, through
 //! the `object_store` crate; endpoint, region and credentials from the
-//! standard `AWS_*` variables or [`RemoteOptions`].
+//! standard `AWS_*` variables or [`RemoteOptions`]. The client is the `s3`
+//! feature; without it the crate holds its options and names only.
 //!
 //! Not for the pack format (`adapt-pack`) or for other data layouts: only
 //! packs go to and come from object storage. The calls block (a small
 //! runtime of this crate's own runs the requests): call them from plain
 //! threads, not from inside an async runtime.
 
+#[cfg(feature = "s3")]
 mod cache;
+#[cfg(feature = "s3")]
 mod client;
 mod error;
 mod options;
 #[cfg(feature = "test-server")]
 pub mod testing;
+#[cfg(feature = "s3")]
 mod upload;
+mod upload_report;
 
+#[cfg(feature = "s3")]
 pub use cache::RemoteStorage;
-pub use client::{Remote, RemoteUrl, is_remote};
+#[cfg(feature = "s3")]
+pub use client::{Remote, RemoteUrl};
 pub use error::RemoteError;
-pub use options::{RemoteOptions, default_options, parse_bytes, set_default_options};
-pub use upload::{UploadReport, publish, upload_pack};
+pub use options::{
+    RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes, set_default_options,
+};
+#[cfg(feature = "s3")]
+pub use upload::{publish, upload_pack};
+pub use upload_report::UploadReport;
 
+#[cfg(feature = "s3")]
 use adapt_pack::{PackDataset, PackError, VerifyReport};
+#[cfg(feature = "s3")]
 use std::sync::Arc;
 
 /// Opens the pack at `url` (`s3://bucket/prefix`).
+#[cfg(feature = "s3")]
 pub fn open_pack(url: &str, options: &RemoteOptions) -> Result<PackDataset, PackError> {
     let storage = RemoteStorage::connect(url, options)?;
     PackDataset::open_in(Arc::new(storage))
@@ -35,6 +49,7 @@ pub fn open_pack(url: &str, options: &RemoteOptions) -> Result<PackDataset, Pack
 
 /// Checks every shard of the pack at `url` against its manifest, as
 /// `adapt_pack::verify` does locally (each shard is read whole once).
+#[cfg(feature = "s3")]
 pub fn verify_pack(url: &str, options: &RemoteOptions) -> Result<VerifyReport, PackError> {
     let storage = RemoteStorage::connect(url, options)?;
     adapt_pack::verify_storage(&storage)

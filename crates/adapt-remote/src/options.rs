@@ -117,6 +117,16 @@ fn default_cache_dir() -> PathBuf {
     }
 }
 
+/// Whether `path` names an object in a store (`s3://…`) rather than a
+/// local file.
+pub fn is_remote(path: &str) -> bool {
+    path.starts_with("s3://")
+}
+
+/// Whether this build has the S3 client (the `s3` feature); without it,
+/// opening or writing `s3://…` is an error that says so.
+pub const S3_ENABLED: bool = cfg!(feature = "s3");
+
 static DEFAULT: RwLock<Option<RemoteOptions>> = RwLock::new(None);
 
 /// Options used where a caller names only a URL (a dataset path

@@ -3,26 +3,13 @@
 //! last (a reader never sees half a pack), then the replaced pack's shards
 //! removed.
 
+use crate::UploadReport;
 use crate::{Remote, RemoteError, RemoteOptions};
 use adapt_pack::Manifest;
 use object_store::{ObjectStoreExt, PutPayload, WriteMultipart};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-
-/// What an upload did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UploadReport {
-    /// Shards sent.
-    pub uploaded: usize,
-    /// Shards found already there, identical (an earlier, interrupted
-    /// upload's).
-    pub skipped: usize,
-    /// Bytes sent.
-    pub bytes: u64,
-    /// Objects of a replaced pack removed after the new manifest went up.
-    pub removed: usize,
-}
 
 const MANIFEST: &str = "manifest.json";
 

@@ -89,7 +89,7 @@ impl AdaptError {
 fn pipeline_kind(e: &adapt_pipeline::PipelineError) -> ErrorKind {
     use adapt_pipeline::PipelineError as P;
     match e {
-        P::Format(_) | P::MissingPath(_) => ErrorKind::Data,
+        P::Format(_) | P::MissingPath(_) | P::NoS3(_) => ErrorKind::Data,
         P::Pack(p) => pack_kind(p),
         P::Sample { .. } => ErrorKind::Sample,
         _ => ErrorKind::Config,

@@ -48,7 +48,9 @@ pub use adapt_formats::{DatasetKind, Split};
 pub use adapt_loader::{Batch, Distributed, Launch, LoaderConfig, LoaderState, OutputFormat};
 pub use adapt_pack::{Codec, PackOptions, Store, VerifyReport};
 pub use adapt_pipeline::{DatasetSpec, Pipeline, TransformSpec, parse_transforms, transforms_text};
-pub use adapt_remote::{RemoteOptions, UploadReport, parse_bytes, set_default_options};
+pub use adapt_remote::{
+    RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,
+};
 pub use adapt_search::AvlOptions;
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{

@@ -38,8 +38,7 @@ pub fn write(
         class_names: opened.class_names.clone(),
     };
     if adapt_remote::is_remote(dest) {
-        let (manifest, upload) =
-            adapt_remote::publish(&*opened.dataset, &info, dest, options, remote, progress)?;
+        let (manifest, upload) = publish(&*opened.dataset, &info, dest, options, remote, progress)?;
         return Ok(Written {
             manifest,
             upload: Some(upload),
@@ -68,9 +67,7 @@ pub fn verify(
     remote: &RemoteOptions,
 ) -> Result<VerifyReport, AdaptError> {
     let (report, manifest) = if adapt_remote::is_remote(pack) {
-        let r = adapt_remote::verify_pack(pack, remote)?;
-        let storage = adapt_remote::RemoteStorage::connect(pack, remote)?;
-        (r, Manifest::load_from(&storage)?)
+        verify_remote(pack, remote)?
     } else {
         let dir = Path::new(pack);
         (adapt_pack::verify(dir)?, Manifest::load(dir)?)
@@ -80,4 +77,45 @@ pub fn verify(
         adapt_pack::check_source(&manifest, Path::new(pack), &*opened.dataset)?;
     }
     Ok(report)
+}
+
+#[cfg(feature = "s3")]
+fn publish(
+    ds: &dyn adapt_dataset::Dataset,
+    info: &SourceInfo,
+    dest: &str,
+    options: &PackOptions,
+    remote: &RemoteOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Manifest, UploadReport), AdaptError> {
+    Ok(adapt_remote::publish(
+        ds, info, dest, options, remote, progress,
+    )?)
+}
+
+#[cfg(feature = "s3")]
+fn verify_remote(
+    pack: &str,
+    remote: &RemoteOptions,
+) -> Result<(VerifyReport, Manifest), AdaptError> {
+    let r = adapt_remote::verify_pack(pack, remote)?;
+    let storage = adapt_remote::RemoteStorage::connect(pack, remote)?;
+    Ok((r, Manifest::load_from(&storage)?))
+}
+
+#[cfg(not(feature = "s3"))]
+fn publish(
+    _: &dyn adapt_dataset::Dataset,
+    _: &SourceInfo,
+    dest: &str,
+    _: &PackOptions,
+    _: &RemoteOptions,
+    _: &(dyn Fn(u64) + Sync),
+) -> Result<(Manifest, UploadReport), AdaptError> {
+    Err(adapt_pipeline::PipelineError::NoS3(dest.to_owned()).into())
+}
+
+#[cfg(not(feature = "s3"))]
+fn verify_remote(pack: &str, _: &RemoteOptions) -> Result<(VerifyReport, Manifest), AdaptError> {
+    Err(adapt_pipeline::PipelineError::NoS3(pack.to_owned()).into())
 }
