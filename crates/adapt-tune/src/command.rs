@@ -31,7 +31,7 @@ pub const PLACEHOLDERS: [&str; 4] = [
 pub struct CommandObjective {
     template: String,
     timeout: Duration,
-    metric: Option<regex::Regex>,
+    metric: Option<regex_lite::Regex>,
 }
 
 impl CommandObjective {
@@ -49,7 +49,7 @@ impl CommandObjective {
     /// its first group (or the whole match), e.g. `adapt-seconds: ([0-9.]+)`.
     /// Interpreter start-up and imports then do not drown the signal.
     pub fn with_metric(mut self, pattern: &str) -> Result<Self, crate::TuneError> {
-        let re = regex::Regex::new(pattern).map_err(|e| crate::TuneError::Metric {
+        let re = regex_lite::Regex::new(pattern).map_err(|e| crate::TuneError::Metric {
             pattern: pattern.to_owned(),
             reason: e.to_string(),
         })?;
@@ -58,7 +58,7 @@ impl CommandObjective {
     }
 
     /// The metric's value in `text`: its last match.
-    fn metric_in(&self, re: &regex::Regex, text: &str) -> Result<f64, String> {
+    fn metric_in(&self, re: &regex_lite::Regex, text: &str) -> Result<f64, String> {
         let found = re
             .captures_iter(text)
             .last()
