@@ -55,7 +55,8 @@ fn wait_result(
     }
 }
 
-enum Source {
+/// Who builds an epoch's batches.
+enum Builders {
     /// `num_workers = 0`: batches are built in `next()`.
     Inline(WorkerState),
     /// The loader's persistent workers.
@@ -79,7 +80,7 @@ pub struct Epoch<'a> {
 pub(crate) struct EpochCore {
     ctx: Arc<Context>,
     config: Arc<LoaderConfig>,
-    source: Source,
+    builders: Builders,
     epoch: u64,
     generation: u64,
     order: Arc<Vec<usize>>,
@@ -174,21 +175,21 @@ impl EpochCore {
                 "the sampler gave index {bad} for a dataset of {len}"
             )));
         }
-        let source = match (&loader.persistent, config.num_workers) {
-            (_, 0) => Source::Inline(inline_state()),
+        let builders = match (&loader.persistent, config.num_workers) {
+            (_, 0) => Builders::Inline(inline_state()),
             (Some(w), _) => {
                 // This epoch is now the one the persistent workers serve.
                 w.activate(generation);
-                Source::Persistent(Arc::clone(w))
+                Builders::Persistent(Arc::clone(w))
             }
-            (None, n) => Source::Owned(Workers::spawn(&loader.ctx, n)?),
+            (None, n) => Builders::Owned(Workers::spawn(&loader.ctx, n)?),
         };
         let batches = config.batches_for(order.len());
         let skip = skip.min(batches);
         let mut e = Self {
             ctx: Arc::clone(&loader.ctx),
             config: Arc::clone(&loader.config),
-            source,
+            builders,
             epoch,
             generation,
             order,
@@ -240,10 +241,10 @@ impl EpochCore {
     }
 
     fn workers(&self) -> Option<&Workers> {
-        match &self.source {
-            Source::Inline(_) => None,
-            Source::Persistent(w) => Some(&**w),
-            Source::Owned(w) => Some(w),
+        match &self.builders {
+            Builders::Inline(_) => None,
+            Builders::Persistent(w) => Some(&**w),
+            Builders::Owned(w) => Some(w),
         }
     }
 
@@ -284,7 +285,7 @@ impl EpochCore {
         mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
     ) -> Result<Batch, LoaderError> {
         let (epoch, batch) = (self.epoch, self.next_out);
-        if matches!(self.source, Source::Inline(_)) {
+        if matches!(self.builders, Builders::Inline(_)) {
             return self.receive_inline(interrupt);
         }
         let deadline = self.config.timeout.map(|t| (Instant::now() + t, t));
@@ -329,7 +330,7 @@ impl EpochCore {
         let (epoch, batch) = (self.epoch, self.next_out);
         let task = self.task(self.next_out);
         self.max_in_flight = self.max_in_flight.max(1);
-        let Source::Inline(state) = &mut self.source else {
+        let Builders::Inline(state) = &mut self.builders else {
             unreachable!("only called without workers")
         };
         let mut interrupted = false;
