@@ -3,8 +3,9 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented functions.
 
 use adapt_benches::{celeba, cifar10, digiface};
-use adapt_dataset::{Dataset, Normalize, Sample};
+use adapt_dataset::{Dataset, Sample};
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, Split};
+use adapt_transform::Normalize;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;

@@ -5,9 +5,10 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented functions.
 
 use adapt_benches::{celeba, cifar10};
-use adapt_dataset::{Dataset, Normalize};
+use adapt_dataset::Dataset;
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, Split};
 use adapt_loader::{Loader, LoaderConfig};
+use adapt_transform::Normalize;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::sync::Arc;

@@ -1,21 +1,23 @@
 //! The vocabulary every other adapt crate speaks: the map-style [`Dataset`]
-//! trait, the decoded [`Sample`], composable [`Transform`]s, the final
-//! [`Normalize`] step that writes f32 CHW straight into a caller's buffer, and
-//! [`Concat`] of datasets.
+//! trait and how a sample is read ([`Read`]: lent or filled), the decoded
+//! [`Sample`] with its [`Shape`] and [`Layout`], the encoded form of a sample
+//! with its format's fixed steps ([`Encoded`], [`FixedSteps`], [`CropBox`]),
+//! the reduced-decode seam ([`ScaledDecode`]), [`Concat`] of datasets, the
+//! epoch permutation and the shared [`Error`].
 //!
-//! This crate is not for reading files: it does no I/O and has no policy on
-//! where data lives; readers of real on-disk layouts are in `adapt-formats`,
-//! batching and workers in `adapt-loader`.
+//! This crate is not for reading files or processing images: it does no I/O
+//! and has no policy on where data lives (readers are in `adapt-formats`),
+//! and the image steps, collation and per-sample random numbers are in
+//! `adapt-transform`.
 //!
-//! The key design choice is that every step is *allocation-aware*: a worker
-//! keeps one [`Sample`] and one [`Scratch`] alive and reuses them for every
-//! sample it touches ([`Dataset::read`], [`Transform::apply`]), and
-//! normalisation writes into a slice the loader owns (a pooled or pinned batch
-//! buffer). At tens of thousands of samples per second, a per-sample
+//! The key design choice is that reading is *allocation-aware*: a worker
+//! keeps one [`Sample`] alive and reuses it for every sample it touches
+//! ([`Dataset::read`] fills it, or lends a view of where the sample already
+//! lives). At tens of thousands of samples per second, a per-sample
 //! allocation is visible.
 //!
 //! ```
-//! use adapt_dataset::{Dataset, Normalize, Sample};
+//! use adapt_dataset::{Dataset, Sample};
 //!
 //! struct Ones;
 //! impl Dataset for Ones {
@@ -27,37 +29,22 @@
 //!     }
 //! }
 //! let sample = Ones.get(3).unwrap();
-//! let mut out = vec![0.0f32; 12];
-//! Normalize::new(&[0.5; 3], &[0.5; 3]).unwrap().write_chw(sample.view(), &mut out).unwrap();
-//! assert!(out.iter().all(|&v| v == 1.0));
+//! assert_eq!(sample.pixels, vec![255; 12]);
 //! ```
 
-mod augment;
 mod concat;
 mod decode;
 mod encoded;
 mod error;
-mod geometry;
-mod normalize;
 mod permutation;
-mod rng;
 mod sample;
-mod transform;
 
-pub use augment::{
-    CenterCrop, ColorJitter, PaddingMode, RandomCrop, RandomFlip, RandomResizedCrop, Region,
-    ResizeShorter, flip_horizontal, flip_vertical, resize_region,
-};
 pub use concat::Concat;
-pub use decode::{ScaledDecode, apply_encoded_deferring, decode_exact};
-pub use encoded::{Encoded, FixedSteps};
+pub use decode::ScaledDecode;
+pub use encoded::{CropBox, Encoded, FixedSteps};
 pub use error::Error;
-pub use geometry::{Geometry, apply_deferring};
-pub use normalize::{Normalize, write_u8};
 pub use permutation::{fnv1a, permutation};
-pub use rng::SampleRng;
 pub use sample::{Layout, Sample, SampleView, Shape};
-pub use transform::{Compose, Crop, CropBox, Resize, ResizeFilter, Scratch, ToRgb, Transform};
 
 use std::sync::Arc;
 
@@ -199,81 +186,3 @@ macro_rules! forward_dataset {
     )*};
 }
 forward_dataset!(&D, Box<D>, Arc<D>);
-
-/// A dataset with a transform applied to each sample after it is read.
-///
-/// The transform runs on the caller's thread (a loader worker), reusing the
-/// caller's [`Scratch`] through [`Mapped::get_with`].
-pub struct Mapped<D, T> {
-    inner: D,
-    transform: T,
-    shape: Option<Shape>,
-}
-
-impl<D: Dataset, T: Transform> Mapped<D, T> {
-    /// Wraps `inner` so that every sample goes through `transform`.
-    pub fn new(inner: D, transform: T) -> Self {
-        Self {
-            inner,
-            transform,
-            shape: None,
-        }
-    }
-
-    /// Declares the shape every transformed sample has, for an inner dataset
-    /// whose samples differ (an image folder, then resized). A sample that
-    /// does not match is still an error where it is batched.
-    #[must_use]
-    pub fn with_shape(mut self, shape: Shape) -> Self {
-        self.shape = Some(shape);
-        self
-    }
-
-    /// Reads and transforms sample `index` with the caller's scratch space.
-    pub fn get_with(
-        &self,
-        index: usize,
-        out: &mut Sample,
-        scratch: &mut Scratch,
-    ) -> Result<(), Error> {
-        read_into(&self.inner, index, out)?;
-        self.transform.apply(out, scratch)
-    }
-}
-
-impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
-        thread_local! {
-            // One scratch per thread (a loader worker), reused sample after
-            // sample; a nested `Mapped` falls back to a fresh one.
-            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
-        }
-        SCRATCH.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut scratch) => self.get_with(index, out, &mut scratch),
-            Err(_) => self.get_with(index, out, &mut Scratch::default()),
-        })?;
-        Ok(Read::Filled)
-    }
-    fn draw_key(&self, index: usize) -> u64 {
-        self.inner.draw_key(index)
-    }
-    fn prefetch(&self, index: usize) {
-        self.inner.prefetch(index);
-    }
-    fn source(&self, index: usize) -> String {
-        self.inner.source(index)
-    }
-    fn sample_shape(&self) -> Option<Shape> {
-        self.shape.or_else(|| {
-            self.inner
-                .sample_shape()
-                .and_then(|s| self.transform.output_shape(s).ok())
-        })
-    }
-    fn num_classes(&self) -> Option<usize> {
-        self.inner.num_classes()
-    }
-}

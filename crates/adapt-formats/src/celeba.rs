@@ -8,9 +8,9 @@
 use crate::image_io::{read_file, read_rgb_into};
 use crate::{FormatError, encode_jpeg, write_atomically};
 use adapt_dataset::{
-    Crop, CropBox, Dataset, Encoded, Error, FixedSteps, Read, Sample, Scratch, Shape, Transform,
-    check_index,
+    CropBox, Dataset, Encoded, Error, FixedSteps, Read, Sample, Shape, check_index,
 };
+use adapt_transform::{Crop, Scratch, Transform};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,8 @@
 //! Decoding into a reused sample buffer, encoding, and atomic file writes.
 
 use crate::FormatError;
-use adapt_dataset::{Layout, Sample, Shape, ToRgb};
+use adapt_dataset::{Layout, Sample, Shape};
+use adapt_transform::ToRgb;
 use image::{ColorType, DynamicImage, ExtendedColorType, ImageDecoder, ImageEncoder, ImageReader};
 use std::cell::RefCell;
 use std::io::{Cursor, Read, Write};
@@ -120,9 +121,9 @@ pub fn decode_encoded_into(
         });
     }
     if let Some(b) = steps.crop {
-        use adapt_dataset::Transform;
-        adapt_dataset::Crop(b)
-            .apply(out, &mut adapt_dataset::Scratch::default())
+        use adapt_transform::Transform;
+        adapt_transform::Crop(b)
+            .apply(out, &mut adapt_transform::Scratch::default())
             .map_err(|source| FormatError::Transform {
                 path: path.to_owned(),
                 source,

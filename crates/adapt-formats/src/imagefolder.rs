@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 pub const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
 
 /// An image folder dataset. Images may differ in size: put a `Resize` after
-/// it (`adapt_dataset::Mapped`) before batching.
+/// it (`adapt_transform::Mapped`) before batching.
 pub struct ImageFolder {
     classes: Vec<String>,
     entries: Vec<(PathBuf, i64)>,

@@ -3,7 +3,8 @@
 use crate::{
     CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split,
 };
-use adapt_dataset::{Dataset, Normalize};
+use adapt_dataset::Dataset;
+use adapt_transform::Normalize;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;

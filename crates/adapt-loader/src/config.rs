@@ -2,7 +2,8 @@
 //! and the output.
 
 use crate::LoaderError;
-use adapt_dataset::{Normalize, ScaledDecode, Transform};
+use adapt_dataset::ScaledDecode;
+use adapt_transform::{Normalize, Transform};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -63,7 +63,8 @@ pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;
 
-use adapt_dataset::{Dataset, Normalize, Shape, Transform};
+use adapt_dataset::{Dataset, Shape};
+use adapt_transform::{Normalize, Transform};
 use pool::BatchPool;
 use std::sync::Arc;
 use worker::{Context, Workers};

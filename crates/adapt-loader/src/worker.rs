@@ -2,7 +2,8 @@
 
 use crate::pool::BatchPool;
 use crate::{Batch, ErrorPolicy, LoaderError, OutputFormat};
-use adapt_dataset::{Dataset, Normalize, Read, Sample, SampleRng, Scratch, Shape, Transform};
+use adapt_dataset::{Dataset, Read, Sample, Shape};
+use adapt_transform::{Normalize, SampleRng, Scratch, Transform};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -206,7 +207,7 @@ fn read_one(
 fn collate(
     ctx: &Context,
     view: adapt_dataset::SampleView<'_>,
-    geometry: Option<adapt_dataset::Geometry<'_>>,
+    geometry: Option<adapt_transform::Geometry<'_>>,
     row: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
@@ -221,9 +222,9 @@ fn collate(
     match (ctx.output, geometry) {
         (OutputFormat::F32Nchw, None) => ctx.normalize.write_chw(view, floats(out)?)?,
         (OutputFormat::F32Nchw, Some(g)) => g.write_chw(view, &ctx.normalize, floats(out)?, row)?,
-        (OutputFormat::U8Nchw, None) => adapt_dataset::write_u8(view, out, false)?,
+        (OutputFormat::U8Nchw, None) => adapt_transform::write_u8(view, out, false)?,
         (OutputFormat::U8Nchw, Some(g)) => g.write_u8(view, out, false, row)?,
-        (OutputFormat::U8Nhwc, None) => adapt_dataset::write_u8(view, out, true)?,
+        (OutputFormat::U8Nhwc, None) => adapt_transform::write_u8(view, out, true)?,
         (OutputFormat::U8Nhwc, Some(g)) => g.write_u8(view, out, true, row)?,
     }
     Ok(view.label)

@@ -34,8 +34,9 @@ pub use parse::parse_transforms;
 pub use source::{DatasetSpec, OpenedDataset, StreamSampler, dataset_fingerprint, open_dataset};
 pub use spec::{Size, TransformSpec, transforms_text};
 
-use adapt_dataset::{Compose, Normalize, Read, Sample, SampleRng, Scratch, Shape, Transform};
+use adapt_dataset::{Read, Sample, Shape};
 use adapt_loader::{LoaderConfig, OutputFormat};
+use adapt_transform::{Compose, Normalize, SampleRng, Scratch, Transform};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 
 use crate::PipelineError;
 use crate::spec::{Size, TransformSpec, check_order, padding_mode_of};
-use adapt_dataset::Normalize;
+use adapt_transform::Normalize;
 
 /// Splits `s` at commas outside parentheses; `None` when they do not balance.
 fn split_top(s: &str) -> Option<Vec<&str>> {

@@ -1,12 +1,13 @@
 //! Datasets by name: what `--dataset KIND --path DIR` opens.
 
 use crate::PipelineError;
-use adapt_dataset::{Concat, Dataset, Mapped, Normalize, Resize, Shape};
+use adapt_dataset::{Concat, Dataset, Shape};
 use adapt_formats::{
     CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
     ImageFolder, OpenOptions, Split,
 };
 use adapt_pack::{PackDataset, ShardStream};
+use adapt_transform::{Mapped, Normalize, Resize};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

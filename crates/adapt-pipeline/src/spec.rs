@@ -1,7 +1,7 @@
 //! The transform steps of a pipeline, their short text form and its parser.
 
 use crate::PipelineError;
-use adapt_dataset::{
+use adapt_transform::{
     CenterCrop, ColorJitter, Normalize, PaddingMode, RandomCrop, RandomFlip, RandomResizedCrop,
     Resize, ResizeShorter, Transform,
 };

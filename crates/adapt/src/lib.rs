@@ -69,5 +69,6 @@ pub mod engines {
     pub use adapt_search as search;
     pub use adapt_synth as synth;
     pub use adapt_transfer as transfer;
+    pub use adapt_transform as transform;
     pub use adapt_tune as tune;
 }

@@ -198,7 +198,7 @@ fn impossible_configurations_are_refused_at_construction() {
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            normalize: Some(adapt_dataset::Normalize::unit(1)),
+            normalize: Some(adapt_transform::Normalize::unit(1)),
             ..LoaderConfig::default()
         },
     ];
@@ -312,7 +312,7 @@ fn files_truncated_or_removed_mid_epoch_never_crash_or_hang() {
         Arc::new(adapt_formats::ImageFolder::open(images.path()).unwrap());
     let config = LoaderConfig {
         batch_size: 4,
-        transform: Some(Arc::new(adapt_dataset::Resize::new(8, 8).unwrap())),
+        transform: Some(Arc::new(adapt_transform::Resize::new(8, 8).unwrap())),
         ..cfg(2)
     };
     let mut l = Loader::new(folder, config).unwrap();

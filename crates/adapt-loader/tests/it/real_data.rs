@@ -1,8 +1,9 @@
 //! The loader over a real on-disk layout (synthetic CIFAR-10 and CelebA).
 
-use adapt_dataset::{Dataset, Normalize};
+use adapt_dataset::Dataset;
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, Split};
 use adapt_loader::{Loader, LoaderConfig};
+use adapt_transform::Normalize;
 use std::sync::Arc;
 
 #[test]

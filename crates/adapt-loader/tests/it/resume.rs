@@ -2,13 +2,14 @@
 //! elastic resume on another, refusals.
 
 use crate::util::{Synthetic, loader, run_epoch};
-use adapt_dataset::{Compose, Dataset, RandomCrop, RandomFlip};
+use adapt_dataset::Dataset;
 use adapt_loader::{Distributed, LoaderConfig, LoaderError, LoaderState};
+use adapt_transform::{Compose, RandomCrop, RandomFlip};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-fn random_pipeline() -> Arc<dyn adapt_dataset::Transform> {
+fn random_pipeline() -> Arc<dyn adapt_transform::Transform> {
     let mut crop = RandomCrop::new(2, 2).unwrap();
     crop.padding = [1; 4];
     Arc::new(

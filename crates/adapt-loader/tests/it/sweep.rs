@@ -1,10 +1,11 @@
 //! Invariant 1: tuning knobs never change the data.
 
 use crate::util::{Synthetic, loader, run_epoch, sweep};
-use adapt_dataset::{
-    ColorJitter, Compose, Dataset, Normalize, PaddingMode, RandomCrop, RandomFlip, Transform,
-};
+use adapt_dataset::Dataset;
 use adapt_loader::{LoaderConfig, OutputFormat};
+use adapt_transform::{
+    ColorJitter, Compose, Normalize, PaddingMode, RandomCrop, RandomFlip, Transform,
+};
 use std::sync::Arc;
 
 fn check_sweep(base: LoaderConfig, len: usize) {

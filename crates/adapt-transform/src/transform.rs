@@ -4,7 +4,7 @@
 //! beyond capacity), so a worker that keeps both alive allocates nothing per
 //! sample once the buffers have grown.
 
-use crate::{Error, Layout, Sample, SampleRng, Shape};
+use crate::{CropBox, Error, Layout, Sample, SampleRng, Shape};
 use fast_image_resize as fr;
 use std::fmt;
 
@@ -222,51 +222,6 @@ impl Transform for Compose {
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         self.0.iter().try_fold(input, |s, t| t.output_shape(s))
-    }
-}
-
-/// A crop box as PIL takes it: left and top inclusive, right and bottom
-/// exclusive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CropBox {
-    /// First column kept.
-    pub left: u32,
-    /// First row kept.
-    pub top: u32,
-    /// One past the last column kept.
-    pub right: u32,
-    /// One past the last row kept.
-    pub bottom: u32,
-}
-
-impl CropBox {
-    /// A box from PIL's `(left, top, right, bottom)`.
-    pub const fn new(left: u32, top: u32, right: u32, bottom: u32) -> Self {
-        Self {
-            left,
-            top,
-            right,
-            bottom,
-        }
-    }
-
-    fn check(&self, shape: Shape) -> Result<(), Error> {
-        let ok = self.left < self.right
-            && self.top < self.bottom
-            && self.right <= shape.width
-            && self.bottom <= shape.height;
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::CropOutOfBounds {
-                left: self.left,
-                top: self.top,
-                right: self.right,
-                bottom: self.bottom,
-                width: shape.width,
-                height: shape.height,
-            })
-        }
     }
 }
 
