@@ -187,7 +187,11 @@ def test_ctrl_c_ends_the_epoch_promptly_and_the_loader_stays_usable(xtask, tmp_p
     subprocess.run([xtask, "gen", "--dataset", "imagefolder", "--count", "16", "--classes", "2",
                     "--size", "1600x1200", "--out", str(big)], check=True, capture_output=True)
     script = textwrap.dedent(f"""
-        import sys, time, adapt
+        import signal, sys, time, adapt
+        # A process started in the background by a non-interactive shell
+        # inherits SIGINT ignored, and Python then installs no handler:
+        # put the default one back, as an interactive run has it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         loader = adapt.DataLoader(adapt.datasets.ImageFolder({str(big)!r}), batch_size=16,
                                   transform="resize(64x64)")
         print("ready", flush=True)
