@@ -38,6 +38,7 @@ mod encoded;
 mod error;
 mod permutation;
 mod sample;
+mod subset;
 
 pub use concat::Concat;
 pub use decode::ScaledDecode;
@@ -45,6 +46,7 @@ pub use encoded::{CropBox, Encoded, FixedSteps};
 pub use error::Error;
 pub use permutation::{fnv1a, permutation};
 pub use sample::{Layout, Sample, SampleView, Shape};
+pub use subset::Subset;
 
 use std::sync::Arc;
 

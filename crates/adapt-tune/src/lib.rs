@@ -29,10 +29,11 @@ mod search;
 mod space;
 mod tuner;
 
+pub use adapt_dataset::Subset;
 pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT, PLACEHOLDERS};
 pub use error::TuneError;
 pub use machine::Machine;
-pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, Subset, TrialSpec};
+pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};
 pub use noise::threshold_from_spread;
 pub use online::{AutotunedDriver, MaybeTuned, OnlineTuner};
 pub use options::{Progress, Strategy, TuneOptions};

@@ -4,7 +4,7 @@
 //! the host backend there is no transfer).
 
 use crate::{KnobSpace, Knobs, TuneError};
-use adapt_dataset::{Dataset, Error, Read, Sample, Shape};
+use adapt_dataset::{Dataset, Subset};
 use adapt_loader::{Loader, LoaderConfig};
 use adapt_search::{Config, Objective, TrialError};
 use adapt_transfer::TransferEngine;
@@ -34,61 +34,6 @@ impl Default for TrialSpec {
             epochs: 2,
             seed: 0,
         }
-    }
-}
-
-/// A fixed subset of a dataset, in a given order (shares the data).
-pub struct Subset {
-    inner: Arc<dyn Dataset>,
-    indices: Vec<usize>,
-}
-
-impl Subset {
-    /// `n` indices of `inner` drawn without replacement from `seed` (all of
-    /// them, in order, when `n` ≥ its length).
-    pub fn random(inner: Arc<dyn Dataset>, n: usize, seed: u64) -> Self {
-        // A fixed random subset, read in index order (the loader shuffles).
-        let mut indices = adapt_dataset::permutation(inner.len(), seed, u64::MAX);
-        indices.truncate(n);
-        indices.sort_unstable();
-        Self { inner, indices }
-    }
-}
-
-impl Dataset for Subset {
-    fn len(&self) -> usize {
-        self.indices.len()
-    }
-    fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
-        adapt_dataset::check_index(index, self.indices.len())?;
-        // The parent's read: a lent sample stays lent, so trials time the
-        // same path as a full run.
-        self.inner.read(self.indices[index], buf)
-    }
-    fn prefetch(&self, index: usize) {
-        if let Some(&i) = self.indices.get(index) {
-            self.inner.prefetch(i);
-        }
-    }
-    fn draw_key(&self, index: usize) -> u64 {
-        self.indices
-            .get(index)
-            .map_or(index as u64, |&i| self.inner.draw_key(i))
-    }
-    fn encoded(&self, index: usize) -> Option<Result<adapt_dataset::Encoded, Error>> {
-        self.inner.encoded(*self.indices.get(index)?)
-    }
-    fn source(&self, index: usize) -> String {
-        self.indices.get(index).map_or_else(
-            || format!("subset index {index}"),
-            |&i| self.inner.source(i),
-        )
-    }
-    fn sample_shape(&self) -> Option<Shape> {
-        self.inner.sample_shape()
-    }
-    fn num_classes(&self) -> Option<usize> {
-        self.inner.num_classes()
     }
 }
 
