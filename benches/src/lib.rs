@@ -34,12 +34,12 @@ pub fn celeba(count: usize) -> PathBuf {
     let dir = data_dir(&format!("celeba-{count}"));
     let ok = CelebA::open(&dir, CelebAOptions::default()).is_ok_and(|d| d.len() == count);
     if !ok {
-        let spec = adapt_synth::CelebASpec {
-            count,
-            identities: (count / 20).max(1),
-            ..Default::default()
+        // `gen`'s sizing rule (one identity per 20 images), from the front.
+        let request = adapt::generate::Request {
+            count: Some(count),
+            ..adapt::generate::Request::new(adapt::DatasetKind::CelebA, 0)
         };
-        adapt_synth::celeba(&dir, spec, &adapt_synth::no_progress)
+        adapt::generate(&request, &dir, &|_| {})
             .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));
     }
     dir
