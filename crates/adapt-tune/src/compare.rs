@@ -66,26 +66,26 @@ impl Contenders {
             }
         }
         failures.dedup();
-        let mut medians = all.iter().zip(times).map(|(k, mut v)| ConfigTime {
-            config: *k,
-            seconds: median(&mut v),
-        });
-        let mut next = || medians.next();
-        let (default, recommended, adapt) = (next(), next(), next());
-        let mut take = |k: Option<Knobs>| k.and_then(|_| next());
-        let (optimal, plain, cheapest) =
-            (take(self.optimal), take(self.plain), take(self.cheapest));
-        let infinite = |k| ConfigTime {
-            config: k,
-            seconds: f64::INFINITY,
+        let secs: Vec<f64> = times.iter_mut().map(|v| median(v)).collect();
+        let ct = |i: usize| ConfigTime {
+            config: all[i],
+            seconds: secs[i],
+        };
+        // The optional contenders follow the three fixed ones, in order.
+        let mut at = fixed.len();
+        let mut slot = |k: Option<Knobs>| {
+            k.map(|_| {
+                at += 1;
+                ct(at - 1)
+            })
         };
         Compared {
-            default: default.unwrap_or_else(|| infinite(self.default)),
-            recommended: recommended.unwrap_or_else(|| infinite(self.recommended)),
-            adapt: adapt.unwrap_or_else(|| infinite(self.adapt)),
-            optimal,
-            plain,
-            cheapest,
+            default: ct(0),
+            recommended: ct(1),
+            adapt: ct(2),
+            optimal: slot(self.optimal),
+            plain: slot(self.plain),
+            cheapest: slot(self.cheapest),
             failures,
         }
     }

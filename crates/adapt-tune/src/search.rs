@@ -83,8 +83,9 @@ pub(crate) fn run_searches<O: Objective>(
     label: &str,
     progress: Progress<'_>,
 ) -> Result<Searched, TuneError> {
+    let mut pick = saved.map(|k| (k, PickedBy::Profile));
     let mut found = Searched {
-        pick: saved.unwrap_or(Knobs::DEFAULT),
+        pick: Knobs::DEFAULT,
         picked_by: PickedBy::Profile,
         plain: None,
         optimal: None,
@@ -93,8 +94,7 @@ pub(crate) fn run_searches<O: Objective>(
         costs: Searches::default(),
         trace: Vec::new(),
     };
-    let mut picked = saved.is_some();
-    if !picked && strategy != Strategy::Grid {
+    if pick.is_none() && strategy != Strategy::Grid {
         let mut rep = Reporting::new(&mut *objective, format!("{label} avl"), progress);
         let r = avl_search(space.space(), &mut rep, avl);
         found.trace.extend(trace_entries("avl", &r.trace));
@@ -103,7 +103,7 @@ pub(crate) fn run_searches<O: Objective>(
         let best = r
             .best
             .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
-        (found.pick, found.picked_by, picked) = (KnobSpace::knobs(&best), PickedBy::Avl, true);
+        pick = Some((KnobSpace::knobs(&best), PickedBy::Avl));
     }
     // `both`: the paper's algorithm as published, beside the refined one.
     if strategy == Strategy::Both && saved.is_none() {
@@ -123,17 +123,14 @@ pub(crate) fn run_searches<O: Objective>(
             .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&g.trace)))?;
         let best = KnobSpace::knobs(best);
         found.optimal = Some(best);
-        if !picked {
-            (found.pick, found.picked_by, picked) = (best, PickedBy::Grid, true);
-        }
+        pick = pick.or(Some((best, PickedBy::Grid)));
         found.grid = Some(g);
     }
     if let (Some(a), Some(g)) = (&found.costs.avl, &found.costs.grid) {
         found.costs.grid_over_avl = Some(g.seconds / a.seconds.max(1e-9));
     }
-    if !picked {
-        return Err(TuneError::NothingMeasured("no search ran".into()));
-    }
+    (found.pick, found.picked_by) =
+        pick.ok_or_else(|| TuneError::NothingMeasured("no search ran".into()))?;
     Ok(found)
 }
 

@@ -16,46 +16,64 @@ pub struct Written {
     pub upload: Option<UploadReport>,
 }
 
-/// Packs the dataset `source` (a format, not a pack) into `dest` — a
-/// folder, or `s3://…` (staged in the cache folder, uploaded shard by
-/// shard, the manifest last). `progress` counts samples packed.
+/// A dataset opened to be packed (once: CIFAR-10 reads its records at
+/// open, so sizing a progress bar and packing share one read).
+pub struct Source {
+    opened: adapt_pipeline::OpenedDataset,
+    info: SourceInfo,
+}
+
+impl Source {
+    /// Opens the dataset `spec` (a format, not a pack).
+    pub fn open(spec: &DatasetSpec) -> Result<Self, AdaptError> {
+        if spec.kind == "pack" {
+            return Err(AdaptError::Option(
+                "the source must be a dataset format, not a pack".into(),
+            ));
+        }
+        let opened = spec.open()?;
+        let info = SourceInfo {
+            dataset: spec.kind.clone(),
+            path: spec.path.display().to_string(),
+            class_names: opened.class_names.clone(),
+        };
+        Ok(Self { opened, info })
+    }
+
+    /// Samples the source holds.
+    pub fn len(&self) -> usize {
+        self.opened.dataset.len()
+    }
+
+    /// Whether the source holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Packs `source` into `dest` — a folder, or `s3://…` (staged in the cache
+/// folder, uploaded shard by shard, the manifest last). `progress` counts
+/// samples packed.
 pub fn write(
-    source: &DatasetSpec,
+    source: &Source,
     dest: &str,
     options: &PackOptions,
     remote: &RemoteOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Written, AdaptError> {
-    if source.kind == "pack" {
-        return Err(AdaptError::Option(
-            "the source must be a dataset format, not a pack".into(),
-        ));
-    }
-    let opened = source.open()?;
-    let info = SourceInfo {
-        dataset: source.kind.clone(),
-        path: source.path.display().to_string(),
-        class_names: opened.class_names.clone(),
-    };
+    let (ds, info) = (&*source.opened.dataset, &source.info);
     if adapt_remote::is_remote(dest) {
-        let (manifest, upload) = publish(&*opened.dataset, &info, dest, options, remote, progress)?;
+        let (manifest, upload) = publish(ds, info, dest, options, remote, progress)?;
         return Ok(Written {
             manifest,
             upload: Some(upload),
         });
     }
-    let manifest =
-        adapt_pack::write_pack(&*opened.dataset, &info, Path::new(dest), options, progress)?;
+    let manifest = adapt_pack::write_pack(ds, info, Path::new(dest), options, progress)?;
     Ok(Written {
         manifest,
         upload: None,
     })
-}
-
-/// The number of samples `source` holds (to size a progress bar before
-/// [`write()`]).
-pub fn source_len(source: &DatasetSpec) -> Result<usize, AdaptError> {
-    Ok(source.open()?.dataset.len())
 }
 
 /// Checks every checksum and count of the pack at `pack` (a folder or

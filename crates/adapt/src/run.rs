@@ -218,10 +218,7 @@ impl Run {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, AdaptError>> {
         let item = self.driver.next(interrupt);
-        // A switch to more workers needs a bigger pool: the same rule.
-        if let Some(p) = &self.pinned {
-            p.reserve(pinned_pool_size(self.config()));
-        }
+        self.follow_knobs();
         if let Err(e) = self.save_settled() {
             return Some(Err(e));
         }
@@ -234,11 +231,18 @@ impl Run {
     pub fn batches(&mut self) -> impl Iterator<Item = Result<Batch, LoaderError>> + '_ {
         std::iter::from_fn(move || {
             let item = self.driver.next(&mut || false);
-            if let Some(p) = &self.pinned {
-                p.reserve(pinned_pool_size(self.driver.as_driver().loader().config()));
-            }
+            self.follow_knobs();
             item
         })
+    }
+
+    /// Raises the pinned pool to what the knobs now need (autotuning may have
+    /// switched to more workers): the same rule as at open. A no-op unless
+    /// pinned; an atomic max otherwise.
+    fn follow_knobs(&self) {
+        if let Some(p) = &self.pinned {
+            p.reserve(pinned_pool_size(self.config()));
+        }
     }
 
     /// Saves the settled knobs to the autotune profile, once.
@@ -282,9 +286,7 @@ impl Run {
         self.driver
             .driver()
             .reconfigure(num_workers, prefetch_factor)?;
-        if let Some(p) = &self.pinned {
-            p.reserve(pinned_pool_size(self.config()));
-        }
+        self.follow_knobs();
         Ok(())
     }
 }

@@ -84,7 +84,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let options = args.pack_options()?;
     // (The source is read twice: first to digest its content — what ties
     // the pack to it —, then to pack; the bar counts the second pass.)
-    let bar = super::progress_bar(crate::pack::source_len(&source)? as u64, "packing");
+    let source = crate::pack::Source::open(&source)?;
+    let bar = super::progress_bar(source.len() as u64, "packing");
     let start = Instant::now();
     let dest = out.display().to_string();
     let written = crate::pack::write(&source, &dest, &options, &remote, &|n| bar.inc(n))

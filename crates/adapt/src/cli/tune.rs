@@ -193,7 +193,8 @@ pub(crate) fn run(args: Args, defaults: &super::Defaults) -> anyhow::Result<()> 
     let progress = |m: &str| bar.set_message(m.to_owned());
     let report = match &args.command {
         Some(cmd) => {
-            let options = args.options(Pipeline::new(DatasetSpec::new("command", "")))?;
+            // The program opens its own data: the options' pipeline is unused.
+            let options = args.options(TuneOptions::default().pipeline)?;
             crate::tune_command(cmd, &options, &progress)?
         }
         None => {
