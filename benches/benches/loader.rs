@@ -119,7 +119,7 @@ fn packs(c: &mut Criterion) {
                     let sampler: Option<Arc<dyn adapt_loader::Sampler>> = match (stream, pack) {
                         (Some(buffer), Some(p)) => {
                             p.set_cache_frames(p.frames_for(buffer + 5 * 128));
-                            Some(Arc::new(StreamOrder(ShardStream::new(p, 0, buffer))))
+                            Some(Arc::new(ShardStream::new(p, 0, buffer)))
                         }
                         (_, Some(p)) => {
                             p.set_cache_frames(p.frames_for(4));
@@ -147,14 +147,6 @@ fn packs(c: &mut Criterion) {
         }
     }
     g.finish();
-}
-
-#[derive(Debug)]
-struct StreamOrder(adapt_pack::ShardStream);
-impl adapt_loader::Sampler for StreamOrder {
-    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
-        self.0.order(epoch)
-    }
 }
 
 criterion_group! {

@@ -38,6 +38,7 @@ mod encoded;
 mod error;
 mod permutation;
 mod sample;
+mod sampler;
 mod subset;
 
 pub use concat::Concat;
@@ -46,6 +47,7 @@ pub use encoded::{CropBox, Encoded, FixedSteps};
 pub use error::Error;
 pub use permutation::{fnv1a, permutation};
 pub use sample::{Layout, Sample, SampleView, Shape};
+pub use sampler::Sampler;
 pub use subset::Subset;
 
 use std::sync::Arc;

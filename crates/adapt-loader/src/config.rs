@@ -3,7 +3,7 @@
 
 use crate::LoaderError;
 use adapt_dataset::ScaledDecode;
-use adapt_transform::{Normalize, Transform};
+use adapt_transform::{Compose, Normalize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,13 +21,7 @@ pub enum ErrorPolicy {
     Skip,
 }
 
-/// A custom epoch order (a pack's shard-streaming order, say). It replaces
-/// `shuffle` and `distributed`: the sampler decides the order and this
-/// rank's share, and must be a pure function of its inputs.
-pub trait Sampler: Send + Sync + std::fmt::Debug {
-    /// Dataset indices to visit in `epoch`, each below `len`.
-    fn order(&self, len: usize, epoch: u64) -> Vec<usize>;
-}
+pub use adapt_dataset::Sampler;
 
 /// What a batch holds: the loader's output type and layout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -127,7 +121,7 @@ pub struct LoaderConfig {
     /// What a failing sample does.
     pub on_error: ErrorPolicy,
     /// Applied to each decoded sample before collation.
-    pub transform: Option<Arc<dyn Transform>>,
+    pub transforms: Option<Arc<Compose>>,
     /// Mean/std normalisation; `None` only scales to [0, 1] (f32 output)
     /// or leaves the bytes as they are (u8 output, which refuses one).
     pub normalize: Option<Normalize>,
@@ -158,7 +152,7 @@ impl Default for LoaderConfig {
             persistent_workers: false,
             timeout: None,
             on_error: ErrorPolicy::Fail,
-            transform: None,
+            transforms: None,
             normalize: None,
             output: OutputFormat::F32Nchw,
             decoder: None,

@@ -64,7 +64,7 @@ pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;
 
 use adapt_dataset::{Dataset, Shape};
-use adapt_transform::{Normalize, Transform};
+use adapt_transform::{Compose, Normalize, Transform};
 use pool::BatchPool;
 use std::sync::Arc;
 use worker::{Context, Workers};
@@ -94,7 +94,7 @@ impl Loader {
         pinned: Option<Arc<dyn BufferProvider>>,
     ) -> Result<Self, LoaderError> {
         config.validate(dataset.len())?;
-        let shape = sample_shape(&*dataset, config.transform.as_deref())?;
+        let shape = sample_shape(&*dataset, config.transforms.as_deref())?;
         let normalize = match &config.normalize {
             Some(n) => n.clone(),
             None => Normalize::unit(shape.channels as usize),
@@ -124,7 +124,7 @@ impl Loader {
         );
         let ctx = Arc::new(Context {
             dataset,
-            transform: config.transform.clone(),
+            transforms: config.transforms.clone(),
             decoder: config.decoder.clone(),
             normalize,
             shape,
@@ -300,13 +300,10 @@ fn available_memory() -> Option<usize> {
     kib.checked_mul(1024)
 }
 
-fn sample_shape(
-    dataset: &dyn Dataset,
-    transform: Option<&dyn Transform>,
-) -> Result<Shape, LoaderError> {
+fn sample_shape(dataset: &dyn Dataset, transforms: Option<&Compose>) -> Result<Shape, LoaderError> {
     // Readers of images of mixed sizes produce RGB: the size is then left
     // to the transform to fix.
-    let shape = match (dataset.sample_shape(), transform) {
+    let shape = match (dataset.sample_shape(), transforms) {
         (Some(s), _) => s,
         (None, Some(_)) => Shape::new(0, 0, 3),
         (None, None) => {
@@ -315,7 +312,7 @@ fn sample_shape(
             ));
         }
     };
-    let shape = match transform {
+    let shape = match transforms {
         Some(t) => t
             .output_shape(shape)
             .map_err(|e| LoaderError::InvalidConfig(format!("transform: {e}")))?,

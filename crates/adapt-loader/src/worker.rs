@@ -3,7 +3,7 @@
 use crate::pool::BatchPool;
 use crate::{Batch, ErrorPolicy, LoaderError, OutputFormat};
 use adapt_dataset::{Dataset, Read, Sample, Shape};
-use adapt_transform::{Normalize, SampleRng, Scratch, Transform};
+use adapt_transform::{Compose, Normalize, SampleRng, Scratch};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 /// What every worker shares (by `Arc`, never copied).
 pub(crate) struct Context {
     pub(crate) dataset: Arc<dyn Dataset>,
-    pub(crate) transform: Option<Arc<dyn Transform>>,
+    pub(crate) transforms: Option<Arc<Compose>>,
     pub(crate) decoder: Option<Arc<dyn adapt_dataset::ScaledDecode>>,
     pub(crate) normalize: Normalize,
     pub(crate) shape: Shape,
@@ -163,7 +163,7 @@ fn read_one(
     index: usize,
     out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
-    if let (Some(t), Some(dec)) = (&ctx.transform, &ctx.decoder)
+    if let (Some(t), Some(dec)) = (&ctx.transforms, &ctx.decoder)
         && let Some(enc) = ctx.dataset.encoded(index)
     {
         // Decoded here, at a reduced scale where the first step shrinks.
@@ -173,7 +173,7 @@ fn read_one(
         return collate(ctx, state.sample.view(), g, &mut state.row, out);
     }
     let read = ctx.dataset.read(index, &mut state.sample)?;
-    let (view, geometry) = match (&ctx.transform, read) {
+    let (view, geometry) = match (&ctx.transforms, read) {
         (None, read) => (read.view(&state.sample), None),
         (Some(t), read) => {
             // The draws depend only on (seed, epoch, sample): never on the

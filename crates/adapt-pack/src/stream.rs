@@ -1,6 +1,7 @@
 //! The shard-streaming order: whole shards in turn, for throughput.
 
 use crate::PackDataset;
+use std::sync::Arc;
 
 /// Visits a pack shard by shard: the shard order is shuffled per epoch from
 /// the seed, shards are dealt round-robin to ranks, and within a rank's
@@ -18,8 +19,12 @@ use crate::PackDataset;
 /// samples of shards far apart in an epoch's order rarely share a batch).
 /// Random access over a pack, like any loader shuffle, lets any two samples
 /// meet. Figures: `docs/pack-format.md`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// As a [`Sampler`](adapt_dataset::Sampler), each epoch's shard order also
+/// goes to the pack's storage, which (remote) fetches shards ahead.
+#[derive(Clone)]
 pub struct ShardStream {
+    pack: Arc<PackDataset>,
     shards: Vec<std::ops::Range<usize>>,
     seed: u64,
     buffer: usize,
@@ -29,8 +34,9 @@ pub struct ShardStream {
 
 impl ShardStream {
     /// Streams `pack` with a shuffle buffer of `buffer` samples (≥ 1).
-    pub fn new(pack: &PackDataset, seed: u64, buffer: usize) -> Self {
+    pub fn new(pack: &Arc<PackDataset>, seed: u64, buffer: usize) -> Self {
         Self {
+            pack: Arc::clone(pack),
             shards: pack.shard_ranges(),
             seed,
             buffer: buffer.max(1),
@@ -83,6 +89,26 @@ impl ShardStream {
             out.push(buffer.swap_remove(draw.below(buffer.len())));
         }
         out
+    }
+}
+
+impl adapt_dataset::Sampler for ShardStream {
+    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
+        self.pack.stream_order(&self.shard_order(epoch));
+        ShardStream::order(self, epoch)
+    }
+}
+
+impl std::fmt::Debug for ShardStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardStream")
+            .field("pack", &self.pack.dir())
+            .field("shards", &self.shards.len())
+            .field("seed", &self.seed)
+            .field("buffer", &self.buffer)
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .finish()
     }
 }
 

@@ -31,7 +31,7 @@ mod spec;
 
 pub use error::PipelineError;
 pub use parse::parse_transforms;
-pub use source::{DatasetSpec, OpenedDataset, StreamSampler, dataset_fingerprint, open_dataset};
+pub use source::{DatasetSpec, OpenedDataset, dataset_fingerprint, open_dataset};
 pub use spec::{Size, TransformSpec, transforms_text};
 
 use adapt_dataset::{Read, Sample, Shape};
@@ -174,7 +174,7 @@ impl Pipeline {
             .flatten();
         Ok(Built {
             decoder,
-            transform: (!compose.0.is_empty()).then(|| Arc::new(compose) as Arc<dyn Transform>),
+            transforms: (!compose.is_empty()).then(|| Arc::new(compose)),
             opened,
             steps,
             normalize,
@@ -268,7 +268,7 @@ pub struct Built {
     /// The steps as resolved (the dataset's default made explicit).
     pub steps: Vec<TransformSpec>,
     /// The u8 steps, composed; `None` when there are none.
-    pub transform: Option<Arc<dyn Transform>>,
+    pub transforms: Option<Arc<Compose>>,
     /// The reduced-scale decoder, when the first step can use it.
     pub decoder: Option<Arc<dyn adapt_dataset::ScaledDecode>>,
     /// The normaliser the loader applies (f32 output).
@@ -293,7 +293,7 @@ impl Built {
     /// `base` with this pipeline's transform, normaliser and output set.
     pub fn loader_config(&self, base: LoaderConfig) -> LoaderConfig {
         LoaderConfig {
-            transform: self.transform.clone(),
+            transforms: self.transforms.clone(),
             normalize: self.normalize.clone(),
             output: self.output,
             decoder: self.decoder.clone(),
@@ -356,7 +356,7 @@ impl Built {
         let mut scratch = Scratch::with_rng(SampleRng::new(seed, epoch, ds.draw_key(index)));
         // The loader's own path: reduced decoding of encoded images where
         // the pipeline uses it, deferred crops and flips materialised.
-        if let (Some(t), Some(dec)) = (&self.transform, &self.decoder)
+        if let (Some(t), Some(dec)) = (&self.transforms, &self.decoder)
             && let Some(enc) = ds.encoded(index)
         {
             let enc = enc.map_err(read_err)?;
@@ -371,7 +371,7 @@ impl Built {
         if let Read::Lent(v) = ds.read(index, &mut sample).map_err(read_err)? {
             sample.copy_from(v);
         }
-        if let Some(t) = &self.transform {
+        if let Some(t) = &self.transforms {
             t.apply(&mut sample, &mut scratch).map_err(read_err)?;
         }
         Ok(sample)

@@ -152,10 +152,7 @@ impl OpenedDataset {
                 let in_flight = num_workers * prefetch_factor.unwrap_or(2) + 1;
                 let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
                 pack.set_cache_frames(pack.frames_for(samples));
-                Ok(Some(Arc::new(StreamSampler {
-                    stream: ShardStream::new(pack, seed, buffer),
-                    pack: Arc::clone(pack),
-                })))
+                Ok(Some(Arc::new(ShardStream::new(pack, seed, buffer))))
             }
             (Some(_), None) => Err(PipelineError::Option(
                 "--stream reads packs only (--dataset pack)".into(),
@@ -279,31 +276,6 @@ fn open_pack(path: &Path, remote: bool) -> Result<OpenedDataset, PipelineError> 
         pack: Some(pack),
         class_names,
     })
-}
-
-/// A pack's shard-streaming order as a loader sampler; each epoch's shard
-/// order goes to the pack's storage, which (remote) fetches shards ahead.
-pub struct StreamSampler {
-    /// The order.
-    pub stream: ShardStream,
-    /// The pack streamed.
-    pub pack: Arc<PackDataset>,
-}
-
-impl std::fmt::Debug for StreamSampler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamSampler")
-            .field("stream", &self.stream)
-            .field("pack", &self.pack.dir())
-            .finish()
-    }
-}
-
-impl adapt_loader::Sampler for StreamSampler {
-    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
-        self.pack.stream_order(&self.stream.shard_order(epoch));
-        self.stream.order(epoch)
-    }
 }
 
 /// A short, stable identity of a dataset: format, canonical path, length,

@@ -22,24 +22,33 @@
 //! assert!(out.iter().all(|&v| v == 1.0));
 //! ```
 
-mod augment;
+// Module order: rng → scratch → pixels → geometry → step → steps → decode →
+// compose → collate → mapped. Each uses only those before it (checked by
+// xtask's tidy test).
+mod collate;
+mod compose;
 mod decode;
 mod geometry;
 mod mapped;
-mod normalize;
+mod pixels;
 mod rng;
-mod transform;
+mod scratch;
+mod step;
+mod steps;
 
-pub use augment::{
-    CenterCrop, ColorJitter, PaddingMode, RandomCrop, RandomFlip, RandomResizedCrop, Region,
-    ResizeShorter, flip_horizontal, flip_vertical, resize_region,
-};
-pub use decode::{apply_encoded_deferring, decode_exact};
-pub use geometry::{Geometry, apply_deferring};
+pub use collate::{Normalize, write_u8};
+pub use compose::Compose;
+pub use decode::decode_exact;
+pub use geometry::Geometry;
 pub use mapped::Mapped;
-pub use normalize::{Normalize, write_u8};
+pub use pixels::{PaddingMode, flip_horizontal, flip_vertical};
 pub use rng::SampleRng;
-pub use transform::{Compose, Crop, Resize, ResizeFilter, Scratch, ToRgb, Transform};
+pub use scratch::Scratch;
+pub use step::Transform;
+pub use steps::{
+    CenterCrop, ColorJitter, Crop, RandomCrop, RandomFlip, RandomResizedCrop, Region, Resize,
+    ResizeFilter, ResizeShorter, ToRgb, resize_region,
+};
 
 // The vocabulary the steps work on, under the names the modules use.
 pub(crate) use adapt_dataset::{

@@ -97,3 +97,99 @@ fn the_binaries_reach_the_libraries_only_through_the_front_crate() {
         }
     }
 }
+
+/// The names `use crate::{…}` and `crate::…` paths reach in `code`
+/// (comments and the test module left out): module names, or items.
+fn crate_paths(code: &str) -> Vec<String> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or(code);
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(inner) = rest.strip_prefix('{') {
+            let end = inner.find('}').unwrap_or(inner.len());
+            out.extend(
+                inner[..end]
+                    .split(',')
+                    .map(|n| n.trim().to_string())
+                    .filter(|n| !n.is_empty()),
+            );
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.push(rest[..end].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn adapt_transform_modules_import_only_the_modules_above_them() {
+    let src = root().join("crates/adapt-transform/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    // Rank: the order lib.rs states ("// Module order: a → b → …", which
+    // must name every module); an item's module from the `pub use
+    // module::{…}` lines.
+    let order = lib
+        .split("// Module order:")
+        .nth(1)
+        .expect("lib.rs states its module order");
+    let order = order.split('.').next().unwrap().replace("//", " ");
+    let mods: Vec<&str> = order.split('→').map(str::trim).collect();
+    let mut declared: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut listed = mods.clone();
+    declared.sort_unstable();
+    listed.sort_unstable();
+    assert_eq!(
+        declared, listed,
+        "the stated module order names every module once"
+    );
+    let rank = |m: &str| mods.iter().position(|&x| x == m);
+    let mut owner = std::collections::HashMap::new();
+    for stmt in lib.split(';') {
+        let Some(path) = stmt.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let (module, names) = path.split_once("::").unwrap();
+        for name in names.trim_matches(|c| "{} \n".contains(c)).split(',') {
+            owner.insert(name.trim().to_string(), module.to_string());
+        }
+    }
+    let mut bad = Vec::new();
+    for (i, m) in mods.iter().enumerate() {
+        let mut files = Vec::new();
+        let dir = src.join(m);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        } else {
+            files.push(src.join(format!("{m}.rs")));
+        }
+        for f in files {
+            let code = std::fs::read_to_string(&f).unwrap();
+            for name in crate_paths(&code) {
+                let module = if rank(&name).is_some() {
+                    Some(name.clone())
+                } else {
+                    owner.get(&name).cloned()
+                };
+                // Unknown names are the crate's vocabulary (adapt-dataset's).
+                if let Some(module) = module
+                    && module != *m
+                    && rank(&module).is_some_and(|r| r > i)
+                {
+                    bad.push(format!("{} uses {name} from {module}", f.display()));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "imports pointing up: {bad:#?}");
+}

@@ -312,7 +312,9 @@ fn files_truncated_or_removed_mid_epoch_never_crash_or_hang() {
         Arc::new(adapt_formats::ImageFolder::open(images.path()).unwrap());
     let config = LoaderConfig {
         batch_size: 4,
-        transform: Some(Arc::new(adapt_transform::Resize::new(8, 8).unwrap())),
+        transforms: Some(Arc::new(
+            adapt_transform::Compose::new().then(adapt_transform::Resize::new(8, 8).unwrap()),
+        )),
         ..cfg(2)
     };
     let mut l = Loader::new(folder, config).unwrap();

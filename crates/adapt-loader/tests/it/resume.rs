@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-fn random_pipeline() -> Arc<dyn adapt_transform::Transform> {
+fn random_pipeline() -> Arc<Compose> {
     let mut crop = RandomCrop::new(2, 2).unwrap();
     crop.padding = [1; 4];
     Arc::new(
@@ -53,7 +53,7 @@ fn resuming_yields_the_rest_byte_for_byte_for_every_knob_setting() {
         batch_size: 4,
         shuffle: true,
         seed: 3,
-        transform: Some(random_pipeline()),
+        transforms: Some(random_pipeline()),
         identity: "synthetic|random".into(),
         ..LoaderConfig::default()
     };

@@ -3,9 +3,7 @@
 use crate::util::{Synthetic, loader, run_epoch, sweep};
 use adapt_dataset::Dataset;
 use adapt_loader::{LoaderConfig, OutputFormat};
-use adapt_transform::{
-    ColorJitter, Compose, Normalize, PaddingMode, RandomCrop, RandomFlip, Transform,
-};
+use adapt_transform::{ColorJitter, Compose, Normalize, PaddingMode, RandomCrop, RandomFlip};
 use std::sync::Arc;
 
 fn check_sweep(base: LoaderConfig, len: usize) {
@@ -56,7 +54,7 @@ fn every_knob_combination_gives_the_same_bytes_shuffled() {
 
 /// A random pipeline on the 2×3 synthetic images: reflect-padded crop,
 /// both flips, colour jitter.
-fn random_pipeline() -> Arc<dyn Transform> {
+fn random_pipeline() -> Arc<Compose> {
     let mut crop = RandomCrop::new(2, 2).unwrap();
     crop.padding = [1; 4];
     crop.mode = PaddingMode::Reflect;
@@ -76,7 +74,7 @@ fn every_knob_combination_gives_the_same_bytes_with_a_random_pipeline() {
             batch_size: 3,
             shuffle: true,
             seed: 5,
-            transform: Some(random_pipeline()),
+            transforms: Some(random_pipeline()),
             normalize: Some(Normalize::new(&[0.5, 0.4, 0.3], &[0.2, 0.3, 0.4]).unwrap()),
             ..LoaderConfig::default()
         },
@@ -92,7 +90,7 @@ fn every_knob_combination_gives_the_same_bytes_with_u8_outputs() {
                 batch_size: 4,
                 shuffle: true,
                 seed: 2,
-                transform: Some(random_pipeline()),
+                transforms: Some(random_pipeline()),
                 output,
                 ..LoaderConfig::default()
             },
@@ -106,7 +104,7 @@ fn a_random_pipeline_differs_by_epoch_and_repeats_within_one() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(30));
     let config = LoaderConfig {
         batch_size: 30,
-        transform: Some(random_pipeline()),
+        transforms: Some(random_pipeline()),
         num_workers: 2,
         persistent_workers: true,
         ..LoaderConfig::default()
@@ -124,7 +122,7 @@ fn u8_batches_hold_the_f32_batches_pixels_in_their_layouts() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(10));
     let base = LoaderConfig {
         batch_size: 10,
-        transform: Some(random_pipeline()),
+        transforms: Some(random_pipeline()),
         ..LoaderConfig::default()
     };
     let first = |output| {

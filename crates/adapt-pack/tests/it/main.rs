@@ -345,7 +345,7 @@ fn streaming_covers_each_sample_once_per_epoch_across_ranks() {
     let c = cifar(&t.path().join("c"), 200);
     let dir = t.path().join("p");
     write_pack(&c, &source("cifar10"), &dir, &opts(50, Store::Raw), &none).unwrap();
-    let pack = PackDataset::open(&dir).unwrap();
+    let pack = std::sync::Arc::new(PackDataset::open(&dir).unwrap());
     for world in [1, 2, 3] {
         let mut all = Vec::new();
         for rank in 0..world {

@@ -68,25 +68,9 @@ fn same_as_local(remote: &PackDataset, local: &PackDataset) {
     }
 }
 
-/// Streams a pack shard by shard, telling its storage the order (as the
-/// pipeline's sampler does).
-struct Stream(ShardStream, Arc<PackDataset>);
-impl std::fmt::Debug for Stream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-impl Sampler for Stream {
-    fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
-        self.1.stream_order(&self.0.shard_order(epoch));
-        self.0.order(epoch)
-    }
-}
-
 fn loader(pack: &Arc<PackDataset>, workers: usize, stream: bool) -> Loader {
-    let sampler: Option<Arc<dyn Sampler>> = stream.then(|| {
-        Arc::new(Stream(ShardStream::new(pack, 5, 16), Arc::clone(pack))) as Arc<dyn Sampler>
-    });
+    let sampler: Option<Arc<dyn Sampler>> =
+        stream.then(|| Arc::new(ShardStream::new(pack, 5, 16)) as Arc<dyn Sampler>);
     Loader::new(
         Arc::clone(pack) as Arc<dyn Dataset>,
         LoaderConfig {

@@ -1,7 +1,8 @@
 //! Collation writers: u8 pixels to normalised f32 CHW, or to u8 CHW / HWC,
-//! into a caller's slice.
+//! into a caller's slice, straight from the sample or read through the
+//! crops and flips deferred to collation (a [`Geometry`]).
 
-use crate::{Error, Layout, SampleView};
+use crate::{Error, Geometry, Layout, SampleView};
 
 /// u8 HWC (or planar) pixels → f32 CHW, scaled to [0, 1] and normalised by
 /// per-channel mean and standard deviation: torchvision's `ToTensor()` then
@@ -200,10 +201,166 @@ pub(crate) fn affine(src: &[u8], dst: &mut [f32], scale: f32, bias: f32) {
     }
 }
 
+/// Reading through a geometry: each output plane built once (a run per
+/// row), then normalised or copied into the batch.
+impl Geometry<'_> {
+    /// Collates `src` through this geometry as normalised f32 CHW into `out`
+    /// (equal to materialising, then [`Normalize::write_chw`]); `row` is
+    /// scratch space.
+    pub fn write_chw(
+        &self,
+        src: SampleView<'_>,
+        norm: &Normalize,
+        out: &mut [f32],
+        row: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        self.check(src, out.len())?;
+        let c = src.shape.channels as usize;
+        if c != norm.channels() {
+            return Err(Error::Channels {
+                transform: "Normalize",
+                channels: src.shape.channels,
+            });
+        }
+        let plane = self.width as usize * self.height as usize;
+        // A whole plane of bytes, then one long (vectorised) normalising pass.
+        row.resize(plane, 0);
+        for (ch, dst) in out.chunks_exact_mut(plane).enumerate() {
+            self.plane(src, ch, row);
+            let (a, b) = norm.coefficients(ch);
+            affine(row, dst, a, b);
+        }
+        Ok(())
+    }
+
+    /// Collates `src` through this geometry as u8 CHW (`nhwc = false`) or
+    /// HWC into `out` (equal to materialising, then [`write_u8`]).
+    pub fn write_u8(
+        &self,
+        src: SampleView<'_>,
+        out: &mut [u8],
+        nhwc: bool,
+        row: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        self.check(src, out.len())?;
+        let c = src.shape.channels as usize;
+        let plane = self.width as usize * self.height as usize;
+        if nhwc {
+            row.resize(plane, 0);
+            for ch in 0..c {
+                self.plane(src, ch, row);
+                for (px, &v) in out.chunks_exact_mut(c).zip(row.iter()) {
+                    px[ch] = v;
+                }
+            }
+        } else {
+            for (ch, dst) in out.chunks_exact_mut(plane).enumerate() {
+                self.plane(src, ch, dst);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self, src: SampleView<'_>, out_len: usize) -> Result<(), Error> {
+        src.validate()?;
+        let n = self.output_shape(src.shape).len();
+        if out_len != n {
+            return Err(Error::OutputSize {
+                expected: n,
+                got: out_len,
+            });
+        }
+        if src.shape.height == 0 || src.shape.width == 0 {
+            return Err(Error::InvalidParameter("a window of an empty image".into()));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Sample, Shape};
+    use crate::{
+        CenterCrop, ColorJitter, Compose, PaddingMode, RandomCrop, RandomFlip, Sample, SampleRng,
+        Scratch, Shape, Transform,
+    };
+    use proptest::prelude::*;
+
+    fn pipeline(kinds: &[u8], h: u32, w: u32, pad: u32, mode: u8) -> Compose {
+        let mut c = Compose::new();
+        for &k in kinds {
+            c = match k % 5 {
+                0 => {
+                    let mut crop = RandomCrop::new(h.max(2) - 1, w.max(2) - 1).unwrap();
+                    crop.padding = [pad; 4];
+                    crop.fill = vec![7, 8, 9];
+                    crop.mode = [
+                        PaddingMode::Constant,
+                        PaddingMode::Edge,
+                        PaddingMode::Reflect,
+                        PaddingMode::Symmetric,
+                    ][mode as usize % 4];
+                    if matches!(crop.mode, PaddingMode::Reflect | PaddingMode::Symmetric) {
+                        crop.padding = [pad.min(h.min(w) - 1); 4];
+                    }
+                    c.then(crop)
+                }
+                1 => c.then(RandomFlip::horizontal(0.5).unwrap()),
+                2 => c.then(RandomFlip::vertical(0.5).unwrap()),
+                3 => c.then(CenterCrop {
+                    height: h + 1,
+                    width: w.max(2) - 1,
+                }),
+                _ => c.then(ColorJitter::new(0.3, 0.3, 0.3).unwrap()),
+            };
+        }
+        c
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+        /// Collating through deferred crops and flips equals applying every
+        /// step, then collating: same draws, same bytes.
+        #[test]
+        fn deferred_collation_equals_applying(
+            kinds in proptest::collection::vec(0u8..5, 1..5),
+            h in 2u32..9, w in 2u32..9, pad in 0u32..4, mode in 0u8..4,
+            planar in any::<bool>(), key in 0u64..1000,
+        ) {
+            let t = pipeline(&kinds, h, w, pad, mode);
+            let layout = if planar { Layout::Planar } else { Layout::Interleaved };
+            let n = (h * w * 3) as usize;
+            let base = Sample::with_layout((0..n).map(|i| (i * 37 % 256) as u8).collect(), Shape::new(h, w, 3), layout, 0).unwrap();
+            let out_shape = t.output_shape(base.shape);
+            prop_assume!(out_shape.is_ok(), "a pipeline that does not fit the image");
+            let out_shape = out_shape.unwrap();
+            let norm = Normalize::new(&[0.1, 0.2, 0.3], &[0.3, 0.2, 0.1]).unwrap();
+
+            let mut applied = base.clone();
+            let mut scratch = Scratch::with_rng(SampleRng::new(1, 2, key));
+            t.apply(&mut applied, &mut scratch).unwrap();
+            prop_assert_eq!(applied.shape, out_shape);
+            let mut want_f = vec![0.0; out_shape.len()];
+            norm.write_chw(applied.view(), &mut want_f).unwrap();
+            let (mut want_chw, mut want_hwc) = (vec![0; out_shape.len()], vec![0; out_shape.len()]);
+            crate::write_u8(applied.view(), &mut want_chw, false).unwrap();
+            crate::write_u8(applied.view(), &mut want_hwc, true).unwrap();
+
+            let mut deferred = base.clone();
+            scratch.rng = SampleRng::new(1, 2, key);
+            let g = t.apply_deferring(&mut deferred, &mut scratch).unwrap();
+            let g = g.unwrap_or(Geometry::whole(deferred.shape));
+            let mut row = Vec::new();
+            let mut got_f = vec![0.0; out_shape.len()];
+            g.write_chw(deferred.view(), &norm, &mut got_f, &mut row).unwrap();
+            let (mut got_chw, mut got_hwc) = (vec![0; out_shape.len()], vec![0; out_shape.len()]);
+            g.write_u8(deferred.view(), &mut got_chw, false, &mut row).unwrap();
+            g.write_u8(deferred.view(), &mut got_hwc, true, &mut row).unwrap();
+            prop_assert_eq!(got_f, want_f);
+            prop_assert_eq!(got_chw, want_chw);
+            prop_assert_eq!(got_hwc, want_hwc);
+        }
+    }
 
     #[test]
     fn planar_and_interleaved_give_the_same_chw() {
