@@ -76,12 +76,15 @@ type Source = (
 /// The same loader configuration over the CelebA-like set as loose JPEGs,
 /// as an `encoded` pack and as a `raw` pack (random access, and streaming).
 fn packs(c: &mut Criterion) {
-    use adapt_pack::{PackDataset, PackOptions, ShardStream, SourceInfo, Store, write_pack};
+    use adapt_pack::{PackDataset, PackOptions, Payload, ShardStream, SourceInfo, write_pack};
     let loose = celeba(20_000);
     let ds: Arc<dyn Dataset> =
         Arc::new(CelebA::open(&loose, CelebAOptions::default()).expect("bench data"));
     let mut sources: Vec<Source> = vec![("loose", Arc::clone(&ds), None)];
-    for (name, store) in [("encoded_pack", Store::Encoded), ("raw_pack", Store::Raw)] {
+    for (name, store) in [
+        ("encoded_pack", Payload::Encoded),
+        ("raw_pack", Payload::Raw),
+    ] {
         let dir = adapt_benches::data_dir(&format!("celeba-20000-{name}"));
         let source = SourceInfo {
             dataset: "celeba".into(),

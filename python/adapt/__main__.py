@@ -1,7 +1,7 @@
 """``python -m adapt <verb>``: adapt's command line from the Python package.
 
 The verbs and flags are those of ``cargo xtask`` — ``gen``, ``inspect``,
-``load``, ``shard`` (alias ``pack``) and ``tune`` (``--command`` included) —
+``load``, ``pack`` (alias ``shard``) and ``tune`` (``--command`` included) —
 run by the same Rust code, so a user who only ran ``pip install`` can
 generate data, pack it and tune. ``adapt --help`` lists them.
 """

@@ -67,7 +67,7 @@ class ImageFolder(_Spec):
 
 
 class Pack(_Spec):
-    """A pack written by `cargo xtask shard` (sharded, checksummed)."""
+    """A pack written by `cargo xtask pack` (sharded, checksummed)."""
 
     kind = "pack"
 

@@ -11,7 +11,7 @@
 //! class from the error's `adapt::ErrorKind`.
 //!
 //! The key design choice is that the Python thread that iterates drives the
-//! epoch itself (through `adapt_loader::Driver`, a loader owning its current
+//! epoch itself (through `adapt_loader::Feed`, a loader owning its current
 //! epoch), with the GIL released: no extra thread or hand-off per batch, and
 //! without workers the batches are built in that thread, as PyTorch's main
 //! process builds them. Waiting re-attaches every 50 ms to run Python's
@@ -443,7 +443,7 @@ fn tune(
         retune,
         trial_seconds: trial_seconds.filter(|t| *t > 0.0),
         noise_repeats,
-        step: adapt::step_from_ms(step_ms).map_err(py_error)?,
+        train_step: adapt::step_from_ms(step_ms).map_err(py_error)?,
         ..TuneOptions::default()
     };
     let report = py

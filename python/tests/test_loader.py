@@ -224,7 +224,7 @@ def test_tune_returns_knobs_and_a_profile_builds_a_loader(cifar, tmp_path):
     knobs = picks[64]
     assert set(knobs) == {"num_workers", "prefetch_factor", "pin_memory", "persistent_workers"}
     assert adapt.tune.last_report["dataset"]["pipeline"]["transforms"].startswith("random_crop")
-    assert adapt.tune.last_report["strategy"]["threshold_source"] == "measured"
+    assert adapt.tune.last_report["strategy"]["threshold_from"] == "measured"
     assert len(adapt.tune.last_report["runs"][0]["noise"]["seconds"]) == 2
     loader = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64,
                                            transform=RECIPE)
@@ -288,7 +288,7 @@ def test_the_command_line_ships_with_the_package(tmp_path, xtask):
         return subprocess.run([sys.executable, "-m", "adapt", *args], capture_output=True,
                               text=True, cwd=cwd, timeout=600)
     help_text = cli("--help").stdout
-    for verb in ("gen", "inspect", "load", "shard", "tune"):
+    for verb in ("gen", "inspect", "load", "pack", "tune"):
         assert f"  {verb}" in help_text, help_text
     assert cli("frobnicate").returncode == 2
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"

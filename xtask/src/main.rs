@@ -74,7 +74,7 @@ mod tests {
     #[test]
     fn an_s3_path_anywhere_in_the_command_asks_for_the_client() {
         let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert!(super::needs_s3(&args(&["shard", "--out", "s3://b/p"])));
+        assert!(super::needs_s3(&args(&["pack", "--out", "s3://b/p"])));
         assert!(super::needs_s3(&args(&["load", "--path=s3://b/p"])));
         assert!(!super::needs_s3(&args(&["tune", "--path", "datasets/s3"])));
     }

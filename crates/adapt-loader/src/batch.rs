@@ -1,7 +1,7 @@
 //! A batch as the consumer receives it: its pooled buffer, shape, labels and
 //! indices.
 
-use crate::pool::{BatchPool, Storage};
+use crate::pool::{BatchPool, Slot};
 use crate::{HostBuffer, OutputFormat};
 use adapt_dataset::Shape;
 use std::fmt;
@@ -16,16 +16,16 @@ pub struct Batch {
     pub(crate) shape: Shape,
     pub(crate) output: OutputFormat,
     pub(crate) skipped: usize,
-    pub(crate) storage: Option<Storage>,
+    pub(crate) slot: Option<Slot>,
     pub(crate) pool: Arc<BatchPool>,
 }
 
 impl Batch {
-    fn storage(&self) -> &Storage {
+    fn slot(&self) -> &Slot {
         // Present from construction until drop.
-        self.storage
+        self.slot
             .as_ref()
-            .unwrap_or_else(|| unreachable!("batch storage taken before drop"))
+            .unwrap_or_else(|| unreachable!("batch slot taken before drop"))
     }
 
     /// The epoch this batch belongs to.
@@ -40,7 +40,7 @@ impl Batch {
 
     /// Number of samples.
     pub fn len(&self) -> usize {
-        self.storage().labels.len()
+        self.slot().labels.len()
     }
 
     /// `true` when every sample of the batch was skipped.
@@ -70,7 +70,7 @@ impl Batch {
     /// byte order).
     pub fn bytes(&self) -> &[u8] {
         let n = self.len() * self.shape.len() * self.output.bytes_per_value();
-        &self.storage().data.as_bytes()[..n]
+        &self.slot().data.as_bytes()[..n]
     }
 
     /// The normalised f32 values, for f32 output; `None` for u8 output.
@@ -88,12 +88,12 @@ impl Batch {
 
     /// Labels, one per sample.
     pub fn labels(&self) -> &[i64] {
-        &self.storage().labels
+        &self.slot().labels
     }
 
     /// Dataset indices, one per sample.
     pub fn indices(&self) -> &[usize] {
-        &self.storage().indices
+        &self.slot().indices
     }
 
     /// Samples of this batch left out under the `skip` policy.
@@ -106,13 +106,13 @@ impl Batch {
     /// short last batch's tail) holds older batches' bytes or zeros, never
     /// uninitialised memory.
     pub fn host_buffer(&self) -> &dyn HostBuffer {
-        &*self.storage().data
+        &*self.slot().data
     }
 }
 
 impl Drop for Batch {
     fn drop(&mut self) {
-        if let Some(s) = self.storage.take() {
+        if let Some(s) = self.slot.take() {
             self.pool.give_back(s);
         }
     }

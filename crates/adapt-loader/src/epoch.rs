@@ -70,7 +70,7 @@ enum Builders {
 ///
 /// It borrows its loader mutably (`'a`), so one epoch runs at a time; what
 /// it reads of the loader it holds itself (shared parts), which lets
-/// [`crate::Driver`] keep an epoch beside the loader it came from.
+/// [`crate::Feed`] keep an epoch beside the loader it came from.
 pub struct Epoch<'a> {
     core: EpochCore,
     _loader: PhantomData<&'a mut Loader>,
@@ -155,7 +155,7 @@ impl<'a> Epoch<'a> {
         &mut self,
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, LoaderError>> {
-        self.core.step(Some(interrupt))
+        self.core.advance(Some(interrupt))
     }
 }
 
@@ -354,7 +354,7 @@ impl EpochCore {
         }
     }
 
-    pub(crate) fn step<'f>(
+    pub(crate) fn advance<'f>(
         &mut self,
         mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
     ) -> Option<Result<Batch, LoaderError>> {
@@ -392,7 +392,7 @@ impl Iterator for Epoch<'_> {
     type Item = Result<Batch, LoaderError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.core.step(None)
+        self.core.advance(None)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

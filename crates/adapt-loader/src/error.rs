@@ -10,7 +10,7 @@ pub enum LoaderError {
     #[error("invalid loader configuration: {0}")]
     InvalidConfig(String),
     /// A sample could not be read or transformed.
-    #[error("epoch {epoch}, batch {batch}: sample {index} ({source_name}): {source}")]
+    #[error("epoch {epoch}, batch {batch}: sample {index} ({origin}): {source}")]
     SampleFailed {
         /// Epoch.
         epoch: u64,
@@ -19,7 +19,7 @@ pub enum LoaderError {
         /// Dataset index of the sample.
         index: usize,
         /// Where the sample comes from (file, record).
-        source_name: String,
+        origin: String,
         /// The dataset's error.
         source: adapt_dataset::Error,
     },

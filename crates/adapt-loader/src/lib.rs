@@ -46,9 +46,9 @@
 
 mod batch;
 mod config;
-mod driver;
 mod epoch;
 mod error;
+mod feed;
 mod pool;
 mod resume;
 mod sampler;
@@ -56,9 +56,9 @@ mod worker;
 
 pub use batch::Batch;
 pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
-pub use driver::Driver;
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;
+pub use feed::Feed;
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;

@@ -85,14 +85,14 @@ impl BufferProvider for HeapBuffers {
     }
 }
 
-/// One batch's storage: data, labels and indices, recycled together.
-pub(crate) struct Storage {
+/// One batch's slot: data, labels and indices, recycled together.
+pub(crate) struct Slot {
     pub(crate) data: Box<dyn HostBuffer>,
     pub(crate) labels: Vec<i64>,
     pub(crate) indices: Vec<usize>,
 }
 
-/// Recycles batch storage. It never blocks: when every buffer is out (a
+/// Recycles batch slots. It never blocks: when every buffer is out (a
 /// consumer holding many batches), it allocates; it keeps at most
 /// `retain` free buffers, the in-flight bound plus the consumer's one.
 pub(crate) struct BatchPool {
@@ -100,7 +100,7 @@ pub(crate) struct BatchPool {
     bytes: usize,
     batch_size: usize,
     retain: usize,
-    free: Mutex<Vec<Storage>>,
+    free: Mutex<Vec<Slot>>,
     allocated: AtomicUsize,
 }
 
@@ -126,7 +126,7 @@ impl BatchPool {
         })
     }
 
-    pub(crate) fn take(&self) -> Result<Storage, LoaderError> {
+    pub(crate) fn take(&self) -> Result<Slot, LoaderError> {
         if let Some(mut s) = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             s.labels.clear();
             s.indices.clear();
@@ -146,14 +146,14 @@ impl BatchPool {
             });
         }
         self.allocated.fetch_add(1, Ordering::Relaxed);
-        Ok(Storage {
+        Ok(Slot {
             data,
             labels: Vec::with_capacity(self.batch_size),
             indices: Vec::with_capacity(self.batch_size),
         })
     }
 
-    pub(crate) fn give_back(&self, s: Storage) {
+    pub(crate) fn give_back(&self, s: Slot) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         if free.len() < self.retain {
             free.push(s);

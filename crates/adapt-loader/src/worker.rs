@@ -101,10 +101,10 @@ fn build_inner(
     task: &Task,
     cancelled: &mut dyn FnMut() -> bool,
 ) -> Result<Batch, LoaderError> {
-    let mut storage = ctx.pool.take()?;
+    let mut slot = ctx.pool.take()?;
     let per = ctx.shape.len() * ctx.output.bytes_per_value();
     let mut skipped = 0;
-    let mut batch = |storage: &mut crate::pool::Storage| -> Result<(), LoaderError> {
+    let mut batch = |slot: &mut crate::pool::Slot| -> Result<(), LoaderError> {
         let indices = &task.order[task.start..task.end];
         for (k, &index) in indices.iter().enumerate() {
             if cancelled() {
@@ -118,11 +118,11 @@ fn build_inner(
                 epoch: task.epoch,
                 batch: task.number,
                 index,
-                source_name: ctx.dataset.source(index),
+                origin: ctx.dataset.source(index),
                 source,
             };
-            let j = storage.labels.len();
-            let out = &mut storage.data.as_bytes_mut()[j * per..(j + 1) * per];
+            let j = slot.labels.len();
+            let out = &mut slot.data.as_bytes_mut()[j * per..(j + 1) * per];
             let label = match read_one(ctx, state, task.epoch, index, out) {
                 Ok(label) => label,
                 Err(e) => match ctx.policy {
@@ -133,22 +133,22 @@ fn build_inner(
                     }
                 },
             };
-            storage.labels.push(label);
-            storage.indices.push(index);
+            slot.labels.push(label);
+            slot.indices.push(index);
         }
         Ok(())
     };
-    let result = batch(&mut storage);
+    let result = batch(&mut slot);
     let built = Batch {
         epoch: task.epoch,
         number: task.number,
         shape: ctx.shape,
         output: ctx.output,
         skipped,
-        storage: Some(storage),
+        slot: Some(slot),
         pool: Arc::clone(&ctx.pool),
     };
-    // On error the storage goes back to the pool with `built`'s drop.
+    // On error the slot goes back to the pool with `built`'s drop.
     result.map(|()| built)
 }
 

@@ -23,6 +23,24 @@ pub enum PackError {
         /// What is wrong.
         message: String,
     },
+    /// A file the format keeps small (the manifest) is larger than its
+    /// bound.
+    #[error("{path}: larger than {limit} bytes")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The bound.
+        limit: u64,
+    },
+    /// The storage holding the pack (object storage) failed to read or
+    /// reach a file; `source` is its own error.
+    #[error("{path}: {source}")]
+    Storage {
+        /// The file or URL.
+        path: PathBuf,
+        /// The storage's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A shard whose header, footer or index is not what the format says.
     #[error("{path}: {message}")]
     BadShard {

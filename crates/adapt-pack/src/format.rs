@@ -1,7 +1,7 @@
 //! The shard file layout (see `docs/pack-format.md`): header, zstd frames of
 //! bincode records, a bincode frame index, a footer.
 
-use crate::{Codec, PackError, Store};
+use crate::{Codec, PackError, Payload};
 use bincode::{Decode, Encode};
 use std::path::Path;
 
@@ -64,7 +64,7 @@ pub(crate) struct FrameEntry {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
-    pub(crate) store: Store,
+    pub(crate) store: Payload,
     pub(crate) codec: Codec,
     pub(crate) shard: u32,
     pub(crate) records: u32,
@@ -77,8 +77,8 @@ impl Header {
         b[..8].copy_from_slice(MAGIC);
         b[8..12].copy_from_slice(&VERSION.to_le_bytes());
         b[12] = match self.store {
-            Store::Raw => 0,
-            Store::Encoded => 1,
+            Payload::Raw => 0,
+            Payload::Encoded => 1,
         };
         b[13] = match self.codec {
             Codec::Zstd => 0,
@@ -112,8 +112,8 @@ impl Header {
             )));
         }
         let store = match b[12] {
-            0 => Store::Raw,
-            1 => Store::Encoded,
+            0 => Payload::Raw,
+            1 => Payload::Encoded,
             k => return Err(bad(format!("unknown record kind {k}"))),
         };
         let codec = match (version, b[13]) {

@@ -30,7 +30,7 @@ mod verify;
 mod writer;
 
 pub use error::PackError;
-pub use manifest::{Codec, Manifest, ShardInfo, Store};
+pub use manifest::{Codec, Manifest, Payload, ShardInfo};
 pub use reader::PackDataset;
 pub use storage::{LocalStorage, PackStorage, ShardFile};
 pub use stream::ShardStream;

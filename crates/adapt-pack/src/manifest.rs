@@ -1,4 +1,4 @@
-//! The pack manifest: shards, store, codec, the source's digest (JSON,
+//! The pack manifest: shards, payload, codec, the source's digest (JSON,
 //! written last).
 
 use crate::PackError;
@@ -6,18 +6,27 @@ use crate::storage::{LocalStorage, PackStorage};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-/// How a pack's frames are compressed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// How a pack's frames are compressed. There is no default here: the
+/// writer's depends on the payload ([`crate::PackOptions::default_codec`]),
+/// and a version 1 manifest, which names none, is zstd
+/// ([`Codec::version_1`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Codec {
     /// zstd at the pack's level: smallest, slowest to read.
-    #[default]
     Zstd,
     /// LZ4 (block format): a few GB/s to decompress, little gain on noisy
     /// pixels.
     Lz4,
     /// Stored as is: reads at memory speed, as large as the pixels.
     None,
+}
+
+impl Codec {
+    /// The codec of a version 1 pack (written before codecs were named).
+    pub fn version_1() -> Self {
+        Codec::Zstd
+    }
 }
 
 impl std::str::FromStr for Codec {
@@ -47,7 +56,7 @@ impl std::fmt::Display for Codec {
 /// What the records of a pack hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Store {
+pub enum Payload {
     /// Decoded u8 pixels after the format's fixed steps: fastest to read.
     Raw,
     /// The original JPEG/PNG bytes and the fixed steps still to apply:
@@ -55,12 +64,12 @@ pub enum Store {
     Encoded,
 }
 
-impl std::str::FromStr for Store {
+impl std::str::FromStr for Payload {
     type Err = PackError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "raw" => Ok(Store::Raw),
-            "encoded" => Ok(Store::Encoded),
+            "raw" => Ok(Payload::Raw),
+            "encoded" => Ok(Payload::Encoded),
             _ => Err(PackError::InvalidOption(format!(
                 "store {s:?}: expected raw or encoded"
             ))),
@@ -106,11 +115,11 @@ pub struct Manifest {
     /// Samples per shard (the last may hold fewer).
     pub shard_size: usize,
     /// Raw pixels or encoded bytes.
-    pub store: Store,
+    pub store: Payload,
     /// Seed of the shuffle before packing.
     pub seed: u64,
     /// How frames are compressed (zstd in version 1 packs).
-    #[serde(default)]
+    #[serde(default = "Codec::version_1")]
     pub codec: Codec,
     /// zstd level used (with the zstd codec).
     pub zstd_level: i32,
@@ -142,17 +151,17 @@ impl Manifest {
     /// Reads and checks the manifest of a pack in `storage`.
     pub fn load_from(storage: &dyn PackStorage) -> Result<Self, PackError> {
         let path = storage.locate(MANIFEST);
-        let bytes = storage.read_small(MANIFEST, MAX_MANIFEST).map_err(|e| {
-            PackError::Manifest {
+        let bytes =
+            storage
+                .read_small(MANIFEST, MAX_MANIFEST)?
+                .ok_or_else(|| {
+                    PackError::Manifest {
                 path: path.clone(),
-                message: if e.kind() == std::io::ErrorKind::NotFound {
+                message:
                     "no manifest: not a pack, or an incomplete one (rerun the writer to finish it)"
-                        .into()
-                } else {
-                    e.to_string()
-                },
+                        .into(),
             }
-        })?;
+                })?;
         Self::parse(&path, &bytes)
     }
 

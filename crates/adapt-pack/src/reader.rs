@@ -243,7 +243,7 @@ impl Dataset for PackDataset {
         self.origin(index).map_or(index as u64, |o| o as u64)
     }
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
-        (self.manifest.store == crate::Store::Encoded)
+        (self.manifest.store == crate::Payload::Encoded)
             .then(|| self.with_record(index, |rec, _| Ok(encoded_of(rec))))
     }
     fn source(&self, index: usize) -> String {

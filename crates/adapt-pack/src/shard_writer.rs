@@ -4,7 +4,7 @@
 
 use crate::format::{self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, xxh3};
 use crate::writer::written_by_us;
-use crate::{Codec, PackError, PackOptions, ShardInfo, Store};
+use crate::{Codec, PackError, PackOptions, Payload, ShardInfo};
 use adapt_dataset::{Dataset, Layout};
 use rayon::prelude::*;
 use std::io::Write;
@@ -27,13 +27,13 @@ impl<W: Write> Hashing<W> {
 }
 
 /// Source sample `origin` as a pack record (its pixels or its encoded bytes).
-pub(crate) fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Record, PackError> {
+pub(crate) fn record(ds: &dyn Dataset, origin: usize, store: Payload) -> Result<Record, PackError> {
     let src = |source| PackError::Source {
         index: origin,
         source,
     };
     match store {
-        Store::Raw => {
+        Payload::Raw => {
             let s = ds.get(origin).map_err(src)?;
             let body = Body::Raw {
                 height: s.shape.height,
@@ -48,7 +48,7 @@ pub(crate) fn record(ds: &dyn Dataset, origin: usize, store: Store) -> Result<Re
                 body,
             })
         }
-        Store::Encoded => {
+        Payload::Encoded => {
             let e = ds
                 .encoded(origin)
                 .ok_or(PackError::NotEncoded { index: origin })?

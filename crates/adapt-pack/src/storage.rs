@@ -30,9 +30,9 @@ pub trait ShardFile: Send + Sync {
 pub trait PackStorage: Send + Sync {
     /// How `file` is named in messages: a path, or a URL.
     fn locate(&self, file: &str) -> PathBuf;
-    /// The whole of a small file (the manifest), at most `limit` bytes.
-    /// A missing file is `ErrorKind::NotFound`.
-    fn read_small(&self, file: &str, limit: u64) -> std::io::Result<Vec<u8>>;
+    /// The whole of a small file (the manifest), at most `limit` bytes;
+    /// `None` when there is no such file.
+    fn read_small(&self, file: &str, limit: u64) -> Result<Option<Vec<u8>>, PackError>;
     /// Opens shard `info` for reading.
     fn open_shard(&self, info: &ShardInfo) -> Result<Arc<dyn ShardFile>, PackError>;
     /// The shards (indices into the manifest's list) in the order a stream
@@ -68,19 +68,21 @@ impl PackStorage for LocalStorage {
     fn locate(&self, file: &str) -> PathBuf {
         self.dir.join(file)
     }
-    fn read_small(&self, file: &str, limit: u64) -> std::io::Result<Vec<u8>> {
+    fn read_small(&self, file: &str, limit: u64) -> Result<Option<Vec<u8>>, PackError> {
         use std::io::Read;
         let path = self.dir.join(file);
-        let f = regular(&path).map_err(|e| match e {
-            PackError::Io { source, .. } => source,
-            other => std::io::Error::other(other.to_string()),
-        })?;
-        let mut out = Vec::new();
-        f.take(limit + 1).read_to_end(&mut out)?;
-        if out.len() as u64 > limit {
-            return Err(std::io::Error::other(format!("larger than {limit} bytes")));
+        if !path.exists() {
+            return Ok(None);
         }
-        Ok(out)
+        let f = regular(&path)?;
+        let mut out = Vec::new();
+        f.take(limit + 1)
+            .read_to_end(&mut out)
+            .map_err(PackError::io(&path))?;
+        if out.len() as u64 > limit {
+            return Err(PackError::TooLarge { path, limit });
+        }
+        Ok(Some(out))
     }
     fn open_shard(&self, info: &ShardInfo) -> Result<Arc<dyn ShardFile>, PackError> {
         Ok(Arc::new(regular(&self.dir.join(&info.file))?))

@@ -5,7 +5,7 @@ use crate::format::{self, is_writer_name, shard_name, xxh3};
 use crate::manifest::{FORMAT, MANIFEST, VERSION};
 use crate::shard_writer::{ShardJob, record};
 use crate::verify::check_local_shard;
-use crate::{Codec, Manifest, PackError, ShardInfo, Store};
+use crate::{Codec, Manifest, PackError, Payload, ShardInfo};
 use adapt_dataset::Dataset;
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ pub struct PackOptions {
     /// Seed of the shuffle before packing.
     pub seed: u64,
     /// Raw pixels or encoded bytes.
-    pub store: Store,
+    pub store: Payload,
     /// How frames are compressed.
     pub codec: Codec,
     /// zstd level (with [`Codec::Zstd`]): 1–22, or negative for zstd's fast
@@ -36,7 +36,7 @@ impl PackOptions {
     /// (`docs/pack-format.md`): decoded pixels are stored uncompressed —
     /// zstd spent most of a raw pack's read time on noisy pixels for a
     /// ~1.2× size gain —, encoded images (already compressed) likewise.
-    pub fn default_codec(_store: Store) -> Codec {
+    pub fn default_codec(_store: Payload) -> Codec {
         Codec::None
     }
 }
@@ -46,7 +46,7 @@ impl Default for PackOptions {
         Self {
             shard_size: 10_000,
             seed: 0,
-            store: Store::Raw,
+            store: Payload::Raw,
             codec: Codec::None,
             zstd_level: 3,
             frame_bytes: 64 << 10,
@@ -91,7 +91,7 @@ fn check_options(ds: &dyn Dataset, o: &PackOptions) -> Result<(), PackError> {
     if ds.is_empty() {
         return bad("the source dataset is empty".into());
     }
-    if o.store == Store::Encoded && ds.encoded(0).is_none() {
+    if o.store == Payload::Encoded && ds.encoded(0).is_none() {
         return bad(
             "this format stores decoded pixels, not encoded images: pack it with store raw".into(),
         );

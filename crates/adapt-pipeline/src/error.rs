@@ -18,7 +18,7 @@ pub enum PipelineError {
     Output(String),
     /// An unknown dataset kind.
     #[error(
-        "unknown dataset {0:?}: expected cifar10, celeba, digiface, celeba+digiface, imagefolder or pack"
+        "unknown dataset {0:?}: expected cifar10, celeba, digiface, celeba+digiface, imagefolder or pack (a concat is given with its parts)"
     )]
     UnknownDataset(String),
     /// The dataset path does not exist.

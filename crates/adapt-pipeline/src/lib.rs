@@ -25,13 +25,13 @@
 //! ```
 
 mod error;
+mod open;
 mod parse;
-mod source;
 mod spec;
 
 pub use error::PipelineError;
+pub use open::{DatasetSpec, OpenedDataset, dataset_fingerprint, open_dataset};
 pub use parse::parse_transforms;
-pub use source::{DatasetSpec, OpenedDataset, dataset_fingerprint, open_dataset};
 pub use spec::{Size, TransformSpec, transforms_text};
 
 use adapt_dataset::{Read, Sample, Shape};

@@ -2,7 +2,6 @@
 //! (ahead of a stream, or after a first touch) into a bounded on-disk
 //! cache evicted least recently used, so a second epoch reads locally.
 
-use crate::client::runtime;
 use crate::{Remote, RemoteOptions};
 use adapt_pack::{PackError, PackStorage, ShardFile, ShardInfo};
 use object_store::ObjectStoreExt;
@@ -92,9 +91,9 @@ impl RemoteStorage {
     /// Connects to the pack at `url`; its cache folder is
     /// `options.cache_dir/remote/<hash of the URL>`.
     pub fn connect(url: &str, options: &RemoteOptions) -> Result<Self, PackError> {
-        let remote = Remote::connect(url, options).map_err(|e| PackError::Io {
+        let remote = Remote::connect(url, options).map_err(|e| PackError::Storage {
             path: PathBuf::from(url),
-            source: std::io::Error::other(e.to_string()),
+            source: Box::new(e),
         })?;
         let dir = options.cache_dir.join("remote").join(format!(
             "{:016x}",
@@ -237,7 +236,7 @@ impl Inner {
         if let Some(partial) = self.reserve(name) {
             let me = Arc::clone(self);
             let name = name.to_owned();
-            runtime().spawn(async move {
+            self.remote.rt.spawn(async move {
                 let result = me.download(&name, partial).await;
                 me.finish(&name, result);
             });
@@ -247,7 +246,7 @@ impl Inner {
     /// Fetches `name` now, unless cached or too large for the budget.
     fn fetch_now(self: &Arc<Self>, name: &str) {
         if let Some(partial) = self.reserve(name) {
-            let result = runtime().block_on(self.download(name, partial));
+            let result = self.remote.rt.block_on(self.download(name, partial));
             self.finish(name, result);
         }
     }
@@ -481,7 +480,10 @@ impl ShardFile for RemoteShard {
         }
         let end = offset + buf.len() as u64;
         let key = self.inner.remote.key(&self.name);
-        let got = runtime()
+        let got = self
+            .inner
+            .remote
+            .rt
             .block_on(self.inner.remote.store.get_range(&key, offset..end))
             .map_err(|e| self.inner.io_error(&self.name, e))?;
         if got.len() != buf.len() {
@@ -510,22 +512,30 @@ impl PackStorage for RemoteStorage {
         PathBuf::from(self.inner.remote.url_of(file))
     }
 
-    fn read_small(&self, file: &str, limit: u64) -> std::io::Result<Vec<u8>> {
+    fn read_small(&self, file: &str, limit: u64) -> Result<Option<Vec<u8>>, PackError> {
         let got = self
             .inner
             .remote
             .get_optional(file)
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+            .map_err(|e| PackError::Storage {
+                path: self.locate(file),
+                source: Box::new(e),
+            })?;
+        let Some(got) = got else {
+            return Ok(None);
+        };
         if got.len() as u64 > limit {
-            return Err(std::io::Error::other(format!("larger than {limit} bytes")));
+            return Err(PackError::TooLarge {
+                path: self.locate(file),
+                limit,
+            });
         }
         if file == "manifest.json"
             && let Ok(m) = adapt_pack::Manifest::parse(&self.locate(file), &got)
         {
             self.inner.lock().names = m.shards.iter().map(|s| s.file.clone()).collect();
         }
-        Ok(got.to_vec())
+        Ok(Some(got.to_vec()))
     }
 
     fn open_shard(&self, info: &ShardInfo) -> Result<Arc<dyn ShardFile>, PackError> {

@@ -58,18 +58,23 @@ impl RemoteUrl {
     }
 }
 
-/// The runtime every request runs on: two threads are plenty for I/O.
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+/// The runtime every request runs on (two threads are plenty for I/O),
+/// started by the first connection. It fails only when the process cannot
+/// start threads; every later connection then gets the same error.
+fn runtime(url: &str) -> Result<&'static tokio::runtime::Runtime, RemoteError> {
+    static RT: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("adapt-remote")
             .enable_all()
             .build()
-            // Without a runtime nothing remote can work; this only fails when
-            // the process cannot start threads at all.
-            .unwrap_or_else(|e| panic!("adapt-remote: cannot start its I/O runtime: {e}"))
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|message| RemoteError::Runtime {
+        url: url.to_owned(),
+        message: message.clone(),
     })
 }
 
@@ -89,6 +94,8 @@ fn install_crypto() {
 pub struct Remote {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) url: RemoteUrl,
+    /// The I/O runtime its requests run on.
+    pub(crate) rt: &'static tokio::runtime::Runtime,
 }
 
 impl Remote {
@@ -97,6 +104,7 @@ impl Remote {
     pub fn connect(url: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
         install_crypto();
         let parsed = RemoteUrl::parse(url)?;
+        let rt = runtime(url)?;
         let mut b = AmazonS3Builder::from_env().with_bucket_name(&parsed.bucket);
         if let Some(e) = &options.endpoint {
             b = b.with_endpoint(e);
@@ -146,6 +154,7 @@ impl Remote {
         Ok(Self {
             store: Arc::new(store),
             url: parsed,
+            rt,
         })
     }
 
@@ -164,7 +173,7 @@ impl Remote {
     }
 
     pub(crate) fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        runtime().block_on(f)
+        self.rt.block_on(f)
     }
 
     pub(crate) fn store_error(&self, name: &str, e: object_store::Error) -> RemoteError {

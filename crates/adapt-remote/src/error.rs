@@ -22,6 +22,15 @@ pub enum RemoteError {
         /// The store's error.
         source: object_store::Error,
     },
+    /// The I/O runtime could not start (the process cannot start threads).
+    #[cfg(feature = "s3")]
+    #[error("{url}: cannot start the I/O runtime: {message}")]
+    Runtime {
+        /// The URL being connected.
+        url: String,
+        /// The runtime's error.
+        message: String,
+    },
     /// The destination holds another pack.
     #[error("{url}: {message} (pass overwrite to replace it)")]
     Exists {

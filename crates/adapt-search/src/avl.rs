@@ -69,7 +69,7 @@ impl AvlOptions {
 /// A move of the search: at a parameter's tree (or in refinement), the
 /// current value changed, and the best configuration found under it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Step {
+pub struct Move {
     /// Index of the parameter that moved.
     pub param: usize,
     /// Its value before.
@@ -101,7 +101,7 @@ pub struct AvlResult {
     /// Every trial in order.
     pub trace: Vec<Trial>,
     /// Every move the descent (then the refinement) made.
-    pub path: Vec<Step>,
+    pub path: Vec<Move>,
 }
 
 /// Runs the nested AVL-tree search of `space` on `objective`.
@@ -147,7 +147,7 @@ pub fn avl_search<O: Objective + ?Sized>(
 struct Search<'a, O: Objective + ?Sized> {
     runner: Runner<'a, O>,
     options: AvlOptions,
-    path: Vec<Step>,
+    path: Vec<Move>,
 }
 
 impl<O: Objective + ?Sized> Search<'_, O> {
@@ -261,7 +261,7 @@ impl<O: Objective + ?Sized> Search<'_, O> {
             }
             let Some(kid) = winner else { return best };
             let values = self.runner.space.params()[param].values();
-            self.path.push(Step {
+            self.path.push(Move {
                 param,
                 from: values[domain[cur]],
                 to: values[domain[kid]],
@@ -340,7 +340,7 @@ impl<O: Objective + ?Sized> Search<'_, O> {
                         }
                     }
                     let Some((j, c)) = moved else { break };
-                    self.path.push(Step {
+                    self.path.push(Move {
                         param: p,
                         from: best.0[p],
                         to: values[j],

@@ -5,7 +5,7 @@
 use crate::{Error, Layout, Sample, Scratch, Shape};
 use fast_image_resize as fr;
 
-/// How [`RandomCrop`] fills its padding (torchvision's `padding_mode`).
+/// How [`RandomCrop`](crate::RandomCrop) fills its padding (torchvision's `padding_mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum PaddingMode {
     /// The fill value.

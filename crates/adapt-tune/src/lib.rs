@@ -35,7 +35,7 @@ pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};
 pub use noise::threshold_from_spread;
-pub use online::{AutotunedDriver, MaybeTuned, OnlineTuner};
+pub use online::{AutotunedFeed, MaybeTuned, OnlineTuner};
 pub use options::{Progress, Strategy, TuneOptions};
 pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};

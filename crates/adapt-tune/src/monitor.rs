@@ -42,7 +42,7 @@ impl Default for TrialSpec {
 /// engine every batch is copied to the device (pinned buffers when
 /// `pin_memory`), as the paper's measurement includes the transfer.
 ///
-/// `step` is the consumer's time per batch (a training step's stand-in):
+/// `train_step` is the consumer's time per batch (a training step's stand-in):
 /// the loader then only has to keep ahead of it.
 pub fn time_loader(
     dataset: &Arc<dyn Dataset>,
@@ -50,7 +50,7 @@ pub fn time_loader(
     knobs: &Knobs,
     epochs: u64,
     engine: Option<&TransferEngine>,
-    step: Option<std::time::Duration>,
+    train_step: Option<std::time::Duration>,
 ) -> Result<f64, TuneError> {
     let mut config = base.clone();
     knobs.apply(&mut config);
@@ -68,7 +68,7 @@ pub fn time_loader(
             Some(engine) => {
                 for batch in engine.epoch(epoch, adapt_transfer::COPY_DEPTH) {
                     let batch = batch?;
-                    if let Some(s) = step {
+                    if let Some(s) = train_step {
                         std::thread::sleep(s);
                     }
                     engine.recycle(batch);
@@ -83,7 +83,7 @@ pub fn time_loader(
                         .iter()
                         .step_by(bytes.len() / batch.len().max(1))
                         .fold(0, |a, &b| a ^ b);
-                    if let Some(s) = step {
+                    if let Some(s) = train_step {
                         std::thread::sleep(s);
                     }
                 }
@@ -108,7 +108,7 @@ pub struct LoaderObjective {
     base: LoaderConfig,
     spec: TrialSpec,
     engine: Option<Arc<TransferEngine>>,
-    step: Option<std::time::Duration>,
+    train_step: Option<std::time::Duration>,
 }
 
 impl LoaderObjective {
@@ -140,14 +140,14 @@ impl LoaderObjective {
             base,
             spec,
             engine: None,
-            step: None,
+            train_step: None,
         })
     }
 
     /// The same objective whose consumer spends `step` per batch.
     #[must_use]
-    pub fn with_step(mut self, step: Option<std::time::Duration>) -> Self {
-        self.step = step;
+    pub fn with_train_step(mut self, train_step: Option<std::time::Duration>) -> Self {
+        self.train_step = train_step;
         self
     }
 
@@ -207,7 +207,7 @@ impl LoaderObjective {
     fn respec(&mut self, spec: TrialSpec) -> Result<(), TuneError> {
         *self = Self::new(Arc::clone(&self.dataset), self.base.clone(), spec)?
             .with_engine(self.engine.clone())
-            .with_step(self.step);
+            .with_train_step(self.train_step);
         Ok(())
     }
 
@@ -219,7 +219,7 @@ impl LoaderObjective {
             knobs,
             self.spec.epochs,
             self.engine.as_deref(),
-            self.step,
+            self.train_step,
         )
     }
 

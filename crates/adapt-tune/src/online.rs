@@ -7,7 +7,7 @@
 //! never changes.
 
 use crate::{Knobs, Machine};
-use adapt_loader::{Batch, Driver, LoaderError};
+use adapt_loader::{Batch, Feed, LoaderError};
 use std::time::{Duration, Instant};
 
 /// The descent over one knob's sorted values: nodes of the balanced tree
@@ -257,24 +257,24 @@ impl OnlineTuner {
 
 /// A loader driven by its consumer that tunes itself during the first
 /// epoch (`OnlineTuner`), then keeps what it settled on.
-pub struct AutotunedDriver {
-    driver: Driver,
+pub struct AutotunedFeed {
+    feed: Feed,
     tuner: OnlineTuner,
     /// Each batch's wait (seconds), for reports.
     waits: Vec<f64>,
 }
 
-impl AutotunedDriver {
-    /// Wraps `driver`; the search starts from `start` (a profile's knobs)
+impl AutotunedFeed {
+    /// Wraps `feed`; the search starts from `start` (a profile's knobs)
     /// or from the trees' roots.
     pub fn new(
-        driver: Driver,
+        feed: Feed,
         machine: &Machine,
         start: Option<Knobs>,
         window: usize,
         warmup: usize,
     ) -> Result<Self, LoaderError> {
-        let c = driver.loader().config();
+        let c = feed.loader().config();
         let start = start.map(|s| Knobs {
             pin_memory: c.pin_memory,
             persistent_workers: c.persistent_workers,
@@ -282,7 +282,7 @@ impl AutotunedDriver {
         });
         let tuner = OnlineTuner::new(machine, start, window, warmup);
         let mut me = Self {
-            driver,
+            feed,
             tuner,
             waits: Vec::new(),
         };
@@ -293,24 +293,24 @@ impl AutotunedDriver {
 
     fn apply(&mut self) -> Result<(), LoaderError> {
         let k = self.tuner.knobs();
-        let c = self.driver.loader().config();
+        let c = self.feed.loader().config();
         if c.num_workers != k.num_workers
             || (k.num_workers > 0 && c.prefetch_factor != Some(k.prefetch_factor))
         {
-            self.driver
+            self.feed
                 .reconfigure(k.num_workers, Some(k.prefetch_factor))?;
         }
         Ok(())
     }
 
-    /// The driver (start epochs, checkpoints).
-    pub fn driver(&mut self) -> &mut Driver {
-        &mut self.driver
+    /// The feed (start epochs, checkpoints).
+    pub fn feed(&mut self) -> &mut Feed {
+        &mut self.feed
     }
 
-    /// The driver, to look at (knobs now, checkpoint).
-    pub fn as_driver(&self) -> &Driver {
-        &self.driver
+    /// The feed, to look at (knobs now, checkpoint).
+    pub fn as_feed(&self) -> &Feed {
+        &self.feed
     }
 
     /// The tuner.
@@ -331,7 +331,7 @@ impl AutotunedDriver {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, LoaderError>> {
         let t = Instant::now();
-        let b = self.driver.next(interrupt)?;
+        let b = self.feed.next(interrupt)?;
         let wait = t.elapsed();
         self.waits.push(wait.as_secs_f64());
         if b.is_ok()
@@ -344,35 +344,35 @@ impl AutotunedDriver {
     }
 }
 
-/// A loader's driver, fixed or tuning itself: what the command line and
+/// A loader's feed, fixed or tuning itself: what the command line and
 /// the Python module hold.
 // One per loader: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
 pub enum MaybeTuned {
     /// Fixed knobs.
-    Fixed(Driver),
+    Fixed(Feed),
     /// Tuning while training.
-    Tuned(AutotunedDriver),
+    Tuned(AutotunedFeed),
 }
 
 impl MaybeTuned {
-    /// The driver (start epochs, checkpoints).
-    pub fn driver(&mut self) -> &mut Driver {
+    /// The feed (start epochs, checkpoints).
+    pub fn feed(&mut self) -> &mut Feed {
         match self {
             MaybeTuned::Fixed(d) => d,
-            MaybeTuned::Tuned(a) => a.driver(),
+            MaybeTuned::Tuned(a) => a.feed(),
         }
     }
 
-    /// The driver, to look at (knobs now, checkpoint).
-    pub fn as_driver(&self) -> &Driver {
+    /// The feed, to look at (knobs now, checkpoint).
+    pub fn as_feed(&self) -> &Feed {
         match self {
             MaybeTuned::Fixed(d) => d,
-            MaybeTuned::Tuned(a) => a.as_driver(),
+            MaybeTuned::Tuned(a) => a.as_feed(),
         }
     }
 
-    /// The next batch (see [`AutotunedDriver::next`]).
+    /// The next batch (see [`AutotunedFeed::next`]).
     pub fn next(
         &mut self,
         interrupt: &mut dyn FnMut() -> bool,
@@ -383,8 +383,8 @@ impl MaybeTuned {
         }
     }
 
-    /// The self-tuning driver, if this is one.
-    pub fn tuned(&self) -> Option<&AutotunedDriver> {
+    /// The self-tuning feed, if this is one.
+    pub fn tuned(&self) -> Option<&AutotunedFeed> {
         match self {
             MaybeTuned::Fixed(_) => None,
             MaybeTuned::Tuned(a) => Some(a),

@@ -88,7 +88,7 @@ pub struct TuneOptions {
     pub noise_repeats: usize,
     /// The consumer's time per batch in every trial (a training step's
     /// stand-in): the loader only has to keep ahead of it.
-    pub step: Option<std::time::Duration>,
+    pub train_step: Option<std::time::Duration>,
     /// `--command` tuning: the cost is the number this regular expression's
     /// first group (or whole match) finds in the program's output, its
     /// last match; `None`: the process's wall time.
@@ -142,7 +142,7 @@ impl TuneOptions {
             search: self.strategy.name().into(),
             avl: if self.avl.refine { "refined" } else { "plain" }.into(),
             noise_threshold: self.avl.noise.threshold,
-            threshold_source: if self.noise_repeats >= 2 && self.avl.noise.threshold > 0.0 {
+            threshold_from: if self.noise_repeats >= 2 && self.avl.noise.threshold > 0.0 {
                 "measured"
             } else {
                 "fixed"
@@ -150,7 +150,7 @@ impl TuneOptions {
             .into(),
             noise_max_repeats: self.avl.noise.max_repeats,
             noise_candidates: self.avl.noise.candidates,
-            step_ms: self.step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
+            train_step_ms: self.train_step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
         }
     }
 }
@@ -171,7 +171,7 @@ impl Default for TuneOptions {
             trial_timeout: crate::command::DEFAULT_TRIAL_TIMEOUT,
             trial_seconds: Some(1.0),
             noise_repeats: 5,
-            step: None,
+            train_step: None,
             metric: None,
         }
     }

@@ -146,7 +146,7 @@ impl Profile {
             strategy: Some(crate::StrategyRecord {
                 search: "online".into(),
                 avl: "plain".into(),
-                threshold_source: "fixed".into(),
+                threshold_from: "fixed".into(),
                 ..Default::default()
             }),
         });

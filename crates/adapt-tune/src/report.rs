@@ -60,7 +60,8 @@ pub struct StrategyRecord {
     pub noise_threshold: f64,
     /// Where the threshold came from: `measured` (the trial-to-trial spread
     /// on this machine and pipeline) or `fixed`.
-    pub threshold_source: String,
+    #[serde(alias = "threshold_source")]
+    pub threshold_from: String,
     /// Measurements of each raced configuration at most.
     pub noise_max_repeats: usize,
     /// Configurations raced at most (0 in reports written before the race).
@@ -68,7 +69,8 @@ pub struct StrategyRecord {
     pub noise_candidates: usize,
     /// Milliseconds the consumer spent per batch in every trial (a
     /// stand-in for a training step), 0 for none.
-    pub step_ms: f64,
+    #[serde(alias = "step_ms")]
+    pub train_step_ms: f64,
 }
 
 /// The trial-to-trial noise measured before a search.
@@ -115,7 +117,8 @@ pub struct RunReport {
     /// ADaPT's pick.
     pub adapt: ConfigTime,
     /// Where the pick came from: `avl` or `profile`.
-    pub adapt_source: String,
+    #[serde(alias = "adapt_source")]
+    pub adapt_picked_by: String,
     /// Rank of ADaPT's pick in the grid (1 = best), when the grid ran.
     pub adapt_rank: Option<usize>,
     /// Canonical configurations in the space (the grid's size).
@@ -238,7 +241,7 @@ impl Report {
             st.search,
             st.avl,
             st.policy(),
-            st.step_ms
+            st.train_step_ms
         );
         s += &format!(
             "final comparison: {} epochs of {} samples, median of {} runs\n",
@@ -251,7 +254,7 @@ impl Report {
 impl StrategyRecord {
     /// The noise policy in words.
     fn policy(&self) -> String {
-        if self.noise_threshold > 0.0 && self.threshold_source == "measured" {
+        if self.noise_threshold > 0.0 && self.threshold_from == "measured" {
             format!(
                 "races up to {} configurations within twice the noise measured per batch size, {} measurements each",
                 self.noise_candidates, self.noise_max_repeats
@@ -286,7 +289,7 @@ impl RunReport {
         if let Some(p) = &self.plain {
             s += &row("avl plain", p);
         }
-        s += &row(&format!("adapt ({})", self.adapt_source), &self.adapt);
+        s += &row(&format!("adapt ({})", self.adapt_picked_by), &self.adapt);
         if let Some(c) = &self.cheapest {
             s += &row("cheapest", c);
         }

@@ -176,7 +176,7 @@ fn tune_batch(
     progress(&format!("batch {batch_size}: warming up"));
     let mut objective = LoaderObjective::new(data.built.dataset(), base.clone(), options.trial)?
         .with_engine(data.engine.clone())
-        .with_step(options.step);
+        .with_train_step(options.train_step);
     objective.warm_up()?;
     // Trials are sized on the configuration most runs would start from
     // (the recommended one); the noise is measured on it and on the
@@ -201,7 +201,7 @@ fn tune_batch(
         inner: objective,
         budget,
     };
-    let (engine, step) = (data.engine.as_deref(), options.step);
+    let (engine, step) = (data.engine.as_deref(), options.train_step);
     // The final comparison is sized by time too: two epochs of a fast
     // pipeline last a fraction of a second, below the noise.
     let final_epochs = match options.trial_seconds {
@@ -355,7 +355,7 @@ fn tune_one<O: Objective>(
         adapt_over_optimal: c.optimal.as_ref().map(|o| c.adapt.seconds / o.seconds),
         speedup_vs_default: c.default.seconds / c.adapt.seconds,
         speedup_vs_recommended: c.recommended.seconds / c.adapt.seconds,
-        adapt_source: found.picked_by.name().into(),
+        adapt_picked_by: found.picked_by.name().into(),
         adapt_rank: found.grid_rank(&ctx.space, Some(found.pick)),
         plain_rank: found.grid_rank(&ctx.space, found.plain),
         grid_size: all.len(),

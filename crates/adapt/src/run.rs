@@ -4,11 +4,11 @@
 
 use crate::AdaptError;
 use adapt_loader::{
-    Batch, Distributed, Driver, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
+    Batch, Distributed, Feed, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
 };
 use adapt_pipeline::{Built, Pipeline};
 use adapt_transfer::{Device, PinnedPool, TransferEngine, pinned_pool_size};
-use adapt_tune::{AutotunedDriver, Knobs, Machine, MaybeTuned, Profile};
+use adapt_tune::{AutotunedFeed, Knobs, Machine, MaybeTuned, Profile};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,7 +111,7 @@ pub struct RunInfo {
 
 /// A pipeline's loader, ready to run epochs.
 pub struct Run {
-    driver: MaybeTuned,
+    feed: MaybeTuned,
     /// The page-locked pool batches are collated into, when pinned.
     pinned: Option<Arc<PinnedPool>>,
     /// Keeps the pool's context alive while the loader uses it.
@@ -167,9 +167,9 @@ impl Run {
             page_locked: pinned.is_some(),
             batches_per_epoch: loader.batches_per_epoch(),
         };
-        let (driver, save_to) = drive(Driver::new(loader), options, &info.identity)?;
+        let (feed, save_to) = drive(Feed::new(loader), options, &info.identity)?;
         Ok(Run {
-            driver,
+            feed,
             pinned,
             _engine: None,
             info,
@@ -186,7 +186,7 @@ impl Run {
 
     /// The loader's configuration now (autotuning changes the workers).
     pub fn config(&self) -> &LoaderConfig {
-        self.driver.as_driver().loader().config()
+        self.feed.as_feed().loader().config()
     }
 
     /// The page-locked pool's bound now, when the run is pinned.
@@ -194,19 +194,19 @@ impl Run {
         self.pinned.as_ref()
     }
 
-    /// The self-tuning driver, with autotune.
-    pub fn autotune(&self) -> Option<&AutotunedDriver> {
-        self.driver.tuned()
+    /// The self-tuning feed, with autotune.
+    pub fn autotune(&self) -> Option<&AutotunedFeed> {
+        self.feed.tuned()
     }
 
     /// Starts epoch `epoch`; returns its number of batches.
     pub fn start(&mut self, epoch: u64) -> Result<usize, AdaptError> {
-        Ok(self.driver.driver().start(epoch)?)
+        Ok(self.feed.feed().start(epoch)?)
     }
 
     /// Resumes from a checkpoint; returns the batches left in its epoch.
     pub fn resume(&mut self, state: &LoaderState) -> Result<usize, AdaptError> {
-        Ok(self.driver.driver().resume(state)?)
+        Ok(self.feed.feed().resume(state)?)
     }
 
     /// The next batch of the epoch, `None` at its end. `interrupt` is
@@ -217,7 +217,7 @@ impl Run {
         &mut self,
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, AdaptError>> {
-        let item = self.driver.next(interrupt);
+        let item = self.feed.next(interrupt);
         self.follow_knobs();
         if let Err(e) = self.save_settled() {
             return Some(Err(e));
@@ -230,7 +230,7 @@ impl Run {
     /// configuration is saved by `next` only.
     pub fn batches(&mut self) -> impl Iterator<Item = Result<Batch, LoaderError>> + '_ {
         std::iter::from_fn(move || {
-            let item = self.driver.next(&mut || false);
+            let item = self.feed.next(&mut || false);
             self.follow_knobs();
             item
         })
@@ -247,7 +247,7 @@ impl Run {
 
     /// Saves the settled knobs to the autotune profile, once.
     fn save_settled(&mut self) -> Result<(), AdaptError> {
-        let settled = self.driver.tuned().and_then(|a| a.tuner().settled());
+        let settled = self.feed.tuned().and_then(|a| a.tuner().settled());
         if let (Some(k), Some(path), false) = (settled, &self.save_to, self.saved) {
             let mut p = Profile::load(path)?;
             p.insert_settled(&self.info.identity, self.batch_size, &Machine::detect(), k);
@@ -259,7 +259,7 @@ impl Run {
 
     /// The checkpoint after the last batch handed out (`None` without an epoch).
     pub fn state(&self) -> Option<LoaderState> {
-        self.driver.as_driver().state()
+        self.feed.as_feed().state()
     }
 
     /// Writes the checkpoint (when an epoch runs) to `path` atomically.
@@ -283,9 +283,7 @@ impl Run {
         num_workers: usize,
         prefetch_factor: Option<usize>,
     ) -> Result<(), AdaptError> {
-        self.driver
-            .driver()
-            .reconfigure(num_workers, prefetch_factor)?;
+        self.feed.feed().reconfigure(num_workers, prefetch_factor)?;
         self.follow_knobs();
         Ok(())
     }
@@ -323,15 +321,15 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
     }))
 }
 
-/// The driver, fixed or self-tuning (from the profile's knobs when it has
+/// The feed, fixed or self-tuning (from the profile's knobs when it has
 /// an entry), and where a settled configuration is saved.
 fn drive(
-    driver: Driver,
+    feed: Feed,
     options: &RunOptions,
     identity: &str,
 ) -> Result<(MaybeTuned, Option<PathBuf>), AdaptError> {
     let Some(auto) = &options.autotune else {
-        return Ok((MaybeTuned::Fixed(driver), None));
+        return Ok((MaybeTuned::Fixed(feed), None));
     };
     let machine = Machine::detect();
     let start: Option<Knobs> = match &auto.profile {
@@ -340,7 +338,7 @@ fn drive(
             .map(|e| e.knobs),
         None => None,
     };
-    let tuned = AutotunedDriver::new(driver, &machine, start, auto.window, auto.warmup)?;
+    let tuned = AutotunedFeed::new(feed, &machine, start, auto.window, auto.warmup)?;
     Ok((MaybeTuned::Tuned(tuned), auto.profile.clone()))
 }
 

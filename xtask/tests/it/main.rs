@@ -213,7 +213,7 @@ fn a_regenerated_source_is_not_taken_for_its_old_pack() {
     gen_cifar_seeded(&src, "1");
     let shard = |extra: &[&str]| {
         let mut a = vec![
-            "shard",
+            "pack",
             "--dataset",
             "cifar10",
             "--path",

@@ -5,7 +5,7 @@
 use adapt_dataset::{Dataset, Error, Sample, Shape};
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, Split};
 use adapt_pack::{
-    Codec, Manifest, PackDataset, PackError, PackOptions, ShardStream, SourceInfo, Store, verify,
+    Codec, Manifest, PackDataset, PackError, PackOptions, Payload, ShardStream, SourceInfo, verify,
     write_pack,
 };
 use std::path::Path;
@@ -35,7 +35,7 @@ fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
-fn opts(shard_size: usize, store: Store) -> PackOptions {
+fn opts(shard_size: usize, store: Payload) -> PackOptions {
     PackOptions {
         shard_size,
         store,
@@ -85,7 +85,7 @@ fn cifar(dir: &Path, train: usize) -> Cifar10 {
 fn round_trip_on_each_source_format() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 53);
-    let pack = round_trip(&c, &t.path().join("pc"), &opts(20, Store::Raw));
+    let pack = round_trip(&c, &t.path().join("pc"), &opts(20, Payload::Raw));
     assert_eq!(
         pack.manifest()
             .shards
@@ -108,8 +108,8 @@ fn round_trip_on_each_source_format() {
     )
     .unwrap();
     let ce = CelebA::open(&t.path().join("ce"), CelebAOptions::default()).unwrap();
-    round_trip(&ce, &t.path().join("pce-raw"), &opts(4, Store::Raw));
-    let enc = round_trip(&ce, &t.path().join("pce-enc"), &opts(4, Store::Encoded));
+    round_trip(&ce, &t.path().join("pce-raw"), &opts(4, Payload::Raw));
+    let enc = round_trip(&ce, &t.path().join("pce-enc"), &opts(4, Payload::Encoded));
     assert!(enc.encoded(0).is_some());
 
     adapt_synth::digiface(
@@ -123,15 +123,15 @@ fn round_trip_on_each_source_format() {
     )
     .unwrap();
     let d = DigiFace::open(&t.path().join("d"), DigiFaceOptions { class_offset: 100 }).unwrap();
-    round_trip(&d, &t.path().join("pd-raw"), &opts(5, Store::Raw));
-    round_trip(&d, &t.path().join("pd-enc"), &opts(5, Store::Encoded));
+    round_trip(&d, &t.path().join("pd-raw"), &opts(5, Payload::Raw));
+    round_trip(&d, &t.path().join("pd-enc"), &opts(5, Payload::Encoded));
 
     // CIFAR-10 has no encoded form.
     let err = write_pack(
         &c,
         &source("cifar10"),
         &t.path().join("x"),
-        &opts(5, Store::Encoded),
+        &opts(5, Payload::Encoded),
         &none,
     )
     .unwrap_err();
@@ -142,9 +142,9 @@ fn round_trip_on_each_source_format() {
 fn one_sample_and_uneven_counts() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 7);
-    round_trip(&c, &t.path().join("p1"), &opts(1, Store::Raw));
-    round_trip(&c, &t.path().join("p3"), &opts(3, Store::Raw));
-    round_trip(&c, &t.path().join("p100"), &opts(100, Store::Raw));
+    round_trip(&c, &t.path().join("p1"), &opts(1, Payload::Raw));
+    round_trip(&c, &t.path().join("p3"), &opts(3, Payload::Raw));
+    round_trip(&c, &t.path().join("p100"), &opts(100, Payload::Raw));
     let one = adapt_pack_one_sample(&t.path().join("one"));
     assert_eq!(one.len(), 1);
 }
@@ -165,7 +165,7 @@ fn adapt_pack_one_sample(dir: &Path) -> PackDataset {
             Ok(adapt_dataset::Read::Filled)
         }
     }
-    round_trip(&One, dir, &opts(10, Store::Raw))
+    round_trip(&One, dir, &opts(10, Payload::Raw))
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn a_flipped_byte_is_found_by_verify_and_by_the_reader() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 40);
     let dir = t.path().join("p");
-    write_pack(&c, &source("cifar10"), &dir, &opts(20, Store::Raw), &none).unwrap();
+    write_pack(&c, &source("cifar10"), &dir, &opts(20, Payload::Raw), &none).unwrap();
     let (name0, name1) = (shard_file(&dir, 0), shard_file(&dir, 1));
     let shard = dir.join(&name1);
     let mut bytes = std::fs::read(&shard).unwrap();
@@ -200,7 +200,7 @@ fn damaged_files_are_clear_errors() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 10);
     let dir = t.path().join("p");
-    write_pack(&c, &source("cifar10"), &dir, &opts(10, Store::Raw), &none).unwrap();
+    write_pack(&c, &source("cifar10"), &dir, &opts(10, Payload::Raw), &none).unwrap();
     let name = shard_file(&dir, 0);
     let shard = dir.join(&name);
     let good = std::fs::read(&shard).unwrap();
@@ -279,7 +279,7 @@ fn an_interrupted_write_looks_incomplete_and_a_rerun_finishes_it() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 30);
     let dir = t.path().join("p");
-    let o = opts(10, Store::Raw);
+    let o = opts(10, Payload::Raw);
     // The origin packed first in shard 2 (pack indices 20..30).
     let order = adapt_dataset::permutation(30, o.seed, 0);
     let flaky = Flaky::new(&c, Some(order[25]), 30);
@@ -318,10 +318,10 @@ fn another_pack_is_not_overwritten_unless_asked() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 10);
     let dir = t.path().join("p");
-    write_pack(&c, &source("cifar10"), &dir, &opts(5, Store::Raw), &none).unwrap();
+    write_pack(&c, &source("cifar10"), &dir, &opts(5, Payload::Raw), &none).unwrap();
     let other = PackOptions {
         seed: 10,
-        ..opts(5, Store::Raw)
+        ..opts(5, Payload::Raw)
     };
     let err = write_pack(&c, &source("cifar10"), &dir, &other, &none).unwrap_err();
     assert!(matches!(err, PackError::Exists { .. }), "{err}");
@@ -344,7 +344,7 @@ fn streaming_covers_each_sample_once_per_epoch_across_ranks() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 200);
     let dir = t.path().join("p");
-    write_pack(&c, &source("cifar10"), &dir, &opts(50, Store::Raw), &none).unwrap();
+    write_pack(&c, &source("cifar10"), &dir, &opts(50, Payload::Raw), &none).unwrap();
     let pack = std::sync::Arc::new(PackDataset::open(&dir).unwrap());
     for world in [1, 2, 3] {
         let mut all = Vec::new();
@@ -393,7 +393,7 @@ fn every_codec_round_trips_and_is_recorded() {
     for codec in [Codec::Zstd, Codec::Lz4, Codec::None] {
         let o = PackOptions {
             codec,
-            ..opts(10, Store::Raw)
+            ..opts(10, Payload::Raw)
         };
         let dir = t.path().join(format!("p-{codec}"));
         let pack = round_trip(&c, &dir, &o);
@@ -429,7 +429,7 @@ fn a_pack_is_tied_to_its_source_content_not_its_path() {
     let src = t.path().join("c");
     let c = cifar(&src, 30);
     let dir = t.path().join("p");
-    let o = opts(10, Store::Raw);
+    let o = opts(10, Payload::Raw);
     let m = write_pack(&c, &source("cifar10"), &dir, &o, &none).unwrap();
     assert!(m.source_digest.is_some());
     // The same content elsewhere is the same pack: kept as is.
@@ -478,7 +478,7 @@ fn overwrite_keeps_the_old_pack_until_the_new_one_is_complete() {
     let t = tempfile::tempdir().unwrap();
     let c = cifar(&t.path().join("c"), 30);
     let dir = t.path().join("p");
-    let o = opts(10, Store::Raw);
+    let o = opts(10, Payload::Raw);
     let m = write_pack(&c, &source("cifar10"), &dir, &o, &none).unwrap();
     // The user's own files in the pack folder, one named like a shard of
     // the old layout, one like a temporary file.
@@ -538,7 +538,7 @@ fn a_failure_while_writing_shards_leaves_the_old_pack_readable() {
     .unwrap();
     let ce = CelebA::open(&t.path().join("ce"), CelebAOptions::default()).unwrap();
     let dir = t.path().join("p");
-    let o = opts(5, Store::Raw);
+    let o = opts(5, Payload::Raw);
     let m = write_pack(&ce, &source("celeba"), &dir, &o, &none).unwrap();
     // One image replaced by bytes that are not a JPEG.
     let img = std::fs::read_dir(t.path().join("ce/img_align_celeba"))
@@ -558,4 +558,26 @@ fn a_failure_while_writing_shards_leaves_the_old_pack_readable() {
     verify(&dir).unwrap();
     let names = names_in(&dir);
     assert!(names.iter().all(|n| !n.ends_with(".partial")), "{names:?}");
+}
+
+#[test]
+fn a_missing_or_oversized_manifest_is_a_typed_error_naming_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let Err(err) = PackDataset::open(t.path()) else {
+        panic!("opened");
+    };
+    assert!(
+        matches!(&err, PackError::Manifest { path, message } if path.ends_with("manifest.json") && message.contains("no manifest")),
+        "{err}"
+    );
+    // A sparse 65 MiB manifest: refused before it is read whole.
+    let f = std::fs::File::create(t.path().join("manifest.json")).unwrap();
+    f.set_len(65 << 20).unwrap();
+    let Err(err) = PackDataset::open(t.path()) else {
+        panic!("opened");
+    };
+    assert!(
+        matches!(&err, PackError::TooLarge { path, limit } if path.ends_with("manifest.json") && *limit == 64 << 20),
+        "{err}"
+    );
 }

@@ -7,7 +7,7 @@
 use adapt_dataset::Dataset;
 use adapt_formats::{Cifar10, Split};
 use adapt_loader::{Loader, LoaderConfig, LoaderError, OutputFormat, Sampler};
-use adapt_pack::{PackDataset, PackOptions, ShardStream, SourceInfo, Store, write_pack};
+use adapt_pack::{PackDataset, PackOptions, Payload, ShardStream, SourceInfo, write_pack};
 use adapt_remote::testing::S3Server;
 use adapt_remote::{RemoteError, RemoteOptions, open_pack, publish, upload_pack, verify_pack};
 use std::path::Path;
@@ -45,7 +45,7 @@ fn opts(shard_size: usize) -> PackOptions {
         shard_size,
         seed: 3,
         frame_bytes: 8 << 10,
-        store: Store::Raw,
+        store: Payload::Raw,
         ..PackOptions::default()
     }
 }

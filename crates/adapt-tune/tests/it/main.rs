@@ -230,9 +230,9 @@ fn a_profile_round_trips_and_is_reused() {
         ..options(dir.path(), Strategy::Avl)
     };
     let first = run(&opts, &quiet).unwrap();
-    assert_eq!(first.runs[0].adapt_source, "avl");
+    assert_eq!(first.runs[0].adapt_picked_by, "avl");
     let second = run(&opts, &quiet).unwrap();
-    assert_eq!(second.runs[0].adapt_source, "profile");
+    assert_eq!(second.runs[0].adapt_picked_by, "profile");
     assert!(second.runs[0].search.avl.is_none());
     assert_eq!(second.runs[0].adapt.config, first.runs[0].adapt.config);
     let retuned = run(
@@ -243,7 +243,7 @@ fn a_profile_round_trips_and_is_reused() {
         &quiet,
     )
     .unwrap();
-    assert_eq!(retuned.runs[0].adapt_source, "avl");
+    assert_eq!(retuned.runs[0].adapt_picked_by, "avl");
 
     let p = Profile::load(&profile).unwrap();
     // Profiles are keyed by the pipeline's identity (data, steps, output).
@@ -423,14 +423,14 @@ fn reports_say_what_ran_measure_the_noise_and_name_the_cheapest() {
         strategy: Strategy::Both,
         trial_seconds: Some(0.05),
         noise_repeats: 3,
-        step: Some(std::time::Duration::from_millis(2)),
+        train_step: Some(std::time::Duration::from_millis(2)),
         ..options(dir.path(), Strategy::Both)
     };
     let report = run(&opts, &quiet).unwrap();
     let st = &report.strategy;
     assert_eq!((st.search.as_str(), st.avl.as_str()), ("both", "refined"));
-    assert_eq!(st.threshold_source, "measured");
-    assert_eq!(st.step_ms, 2.0);
+    assert_eq!(st.threshold_from, "measured");
+    assert_eq!(st.train_step_ms, 2.0);
     let r = &report.runs[0];
     let n = r.noise.as_ref().unwrap();
     assert_eq!(n.seconds.len(), 3);
@@ -504,7 +504,7 @@ impl adapt_dataset::Dataset for Slow {
 
 #[test]
 fn tuning_while_training_keeps_the_data_and_ends_the_stall() {
-    use adapt_loader::{Driver, Loader, LoaderConfig, OutputFormat};
+    use adapt_loader::{Feed, Loader, LoaderConfig, OutputFormat};
     use std::sync::Arc;
     let config = LoaderConfig {
         batch_size: 4,
@@ -515,7 +515,7 @@ fn tuning_while_training_keeps_the_data_and_ends_the_stall() {
     };
     let step = std::time::Duration::from_millis(3);
     // PyTorch's defaults (no workers): the consumer waits for every batch.
-    let mut fixed = Driver::new(Loader::new(Arc::new(Slow), config.clone()).unwrap());
+    let mut fixed = Feed::new(Loader::new(Arc::new(Slow), config.clone()).unwrap());
     fixed.start(0).unwrap();
     let (mut want, mut fixed_waits) = (Vec::new(), Vec::new());
     loop {
@@ -528,15 +528,15 @@ fn tuning_while_training_keeps_the_data_and_ends_the_stall() {
         std::thread::sleep(step);
     }
     let machine = Machine::detect();
-    let mut auto = adapt_tune::AutotunedDriver::new(
-        Driver::new(Loader::new(Arc::new(Slow), config).unwrap()),
+    let mut auto = adapt_tune::AutotunedFeed::new(
+        Feed::new(Loader::new(Arc::new(Slow), config).unwrap()),
         &machine,
         None,
         4,
         2,
     )
     .unwrap();
-    auto.driver().start(0).unwrap();
+    auto.feed().start(0).unwrap();
     let mut got = Vec::new();
     while let Some(b) = auto.next(&mut || false) {
         got.push(b.unwrap().bytes().to_vec());

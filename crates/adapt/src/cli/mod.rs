@@ -1,4 +1,4 @@
-//! The command line's shared verbs — `gen`, `inspect`, `load`, `shard`,
+//! The command line's shared verbs — `gen`, `inspect`, `load`, `pack`,
 //! `tune` — with their flags, for both binaries that offer them: `cargo
 //! xtask` (which adds `bench`, `fuzz` and `gpu-check`) and the Python
 //! package's `python -m adapt` / `adapt` script. One definition, so a user
@@ -10,8 +10,8 @@
 mod gen_cmd;
 mod inspect;
 mod load;
+mod pack;
 mod remote_args;
-mod shard;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -27,8 +27,8 @@ pub enum Verb {
     /// Run epochs through the loader and print one JSON line per epoch.
     Load(load::Args),
     /// Pack a dataset into shuffled, checksummed shards (or --verify a pack).
-    #[command(alias = "pack")]
-    Shard(shard::Args),
+    #[command(alias = "shard")]
+    Pack(pack::Args),
     /// Tune the loader's knobs with the ADaPT search (the main job).
     Tune(Box<tune::Args>),
 }
@@ -47,7 +47,7 @@ impl Verb {
             Verb::Gen(a) => gen_cmd::run(a),
             Verb::Inspect(a) => inspect::run(a),
             Verb::Load(a) => load::run(a),
-            Verb::Shard(a) => shard::run(a),
+            Verb::Pack(a) => pack::run(a),
             Verb::Tune(a) => tune::run(*a, defaults),
         }
     }

@@ -161,7 +161,7 @@ impl Args {
             retune: self.retune,
             trial_seconds: (self.trial_seconds > 0.0).then_some(self.trial_seconds),
             noise_repeats: self.noise_repeats,
-            step: crate::step_from_ms(self.step_ms)?,
+            train_step: crate::step_from_ms(self.step_ms)?,
             metric: self.metric.clone(),
             trial_timeout: positive("--trial-timeout", self.trial_timeout)?,
         })

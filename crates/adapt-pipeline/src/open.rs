@@ -174,7 +174,7 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     let remote = path.to_str().is_some_and(adapt_remote::is_remote);
     if remote && !kind.eq_ignore_ascii_case("pack") {
         return Err(PipelineError::Option(format!(
-            "{}: only packs are read from object storage (pack the source with `shard --out \
+            "{}: only packs are read from object storage (pack the source with `pack --out \
              s3://…` and open it as --dataset pack)",
             path.display()
         )));

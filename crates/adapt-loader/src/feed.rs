@@ -6,13 +6,13 @@ use crate::epoch::EpochCore;
 use crate::{Batch, Loader, LoaderError, LoaderState, Segment};
 
 /// A [`Loader`] with its current epoch.
-pub struct Driver {
+pub struct Feed {
     // Declared first, so dropped before the loader's workers.
     epoch: Option<EpochCore>,
     loader: Loader,
 }
 
-impl Driver {
+impl Feed {
     /// Wraps `loader`; no epoch is running.
     pub fn new(loader: Loader) -> Self {
         Self {
@@ -59,7 +59,7 @@ impl Driver {
         &mut self,
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, LoaderError>> {
-        self.epoch.as_mut()?.step(Some(interrupt))
+        self.epoch.as_mut()?.advance(Some(interrupt))
     }
 
     /// The checkpoint after the last batch handed out, when an epoch runs.

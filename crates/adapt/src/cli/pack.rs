@@ -2,7 +2,7 @@
 //! object store), or verify a pack (against its source too).
 
 use super::remote_args::RemoteArgs;
-use crate::{Codec, DatasetSpec, PackOptions, RemoteOptions, Store};
+use crate::{Codec, DatasetSpec, PackOptions, Payload, RemoteOptions};
 use anyhow::{Context, bail};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -57,7 +57,7 @@ impl Args {
     }
 
     fn pack_options(&self) -> anyhow::Result<PackOptions> {
-        let store = self.store.parse::<Store>()?;
+        let store = self.store.parse::<Payload>()?;
         Ok(PackOptions {
             shard_size: self.shard_size,
             seed: self.seed,
