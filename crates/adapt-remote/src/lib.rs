@@ -17,6 +17,8 @@ mod cache;
 mod client;
 mod error;
 mod options;
+#[cfg(feature = "s3")]
+mod storage;
 #[cfg(feature = "test-server")]
 pub mod testing;
 #[cfg(feature = "s3")]
@@ -24,13 +26,13 @@ mod upload;
 mod upload_report;
 
 #[cfg(feature = "s3")]
-pub use cache::RemoteStorage;
-#[cfg(feature = "s3")]
 pub use client::{Remote, RemoteUrl};
 pub use error::RemoteError;
 pub use options::{
     RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes, set_default_options,
 };
+#[cfg(feature = "s3")]
+pub use storage::RemoteStorage;
 #[cfg(feature = "s3")]
 pub use upload::{publish, upload_pack};
 pub use upload_report::UploadReport;
