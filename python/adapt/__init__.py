@@ -19,8 +19,10 @@ without the GIL; Ctrl-C ends an epoch promptly and leaves the loader usable.
 
 import json
 import os
+import warnings
 
 from . import datasets
+from ._workers import default_collate, get_worker_info, sample_rng
 from ._adapt import (
     AdaptError,
     BatchData,
@@ -38,8 +40,9 @@ from ._adapt import (
 )
 
 __all__ = [
-    "DataLoader", "datasets", "tune", "launch_from_env", "AdaptError", "BatchData",
-    "CheckpointError", "ConfigError", "DataError", "LoaderTimeout", "SampleError", "WorkerError",
+    "DataLoader", "datasets", "tune", "launch_from_env", "get_worker_info", "sample_rng",
+    "default_collate", "AdaptError", "BatchData",
+    "CheckpointError", "ConfigError", "ConfigValueError", "ConfigTypeError", "DataError", "LoaderTimeout", "SampleError", "WorkerError",
 ]
 
 _OUTPUTS = ("f32", "u8", "u8-nhwc")
@@ -87,41 +90,141 @@ def _pipeline(dataset, transform, output, exact_decode):
     return json.dumps(p)
 
 
+class ConfigValueError(ConfigError, ValueError):
+    """A refused argument: a ConfigError, and the ValueError PyTorch raises."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """An argument of the wrong type: a ConfigError, and the TypeError
+    PyTorch raises."""
+
+
+def _check_int(name, value, minimum, allow_none=False):
+    if value is None and allow_none:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigTypeError(f"{name} option should be an integer, got {type(value).__name__}")
+    if value < minimum:
+        what = "non-negative" if minimum == 0 else "positive"
+        raise ConfigValueError(f"{name} option should be {what}, got {value}")
+
+
+def _is_adapt_dataset(dataset):
+    return isinstance(dataset, datasets._Spec) or (isinstance(dataset, dict) and "dataset" in dataset)
+
+
+def _refuse_torch_only(dataset, **given):
+    """What adapt does not honour, refused by name with what to use."""
+    if given.get("generator") is not None:
+        raise ConfigValueError("generator= is not honoured: adapt draws the shuffle and every sample's "
+                         "random numbers from seed= (an int), the same for any worker count")
+    if given.get("pin_memory_device"):
+        raise ConfigValueError("pin_memory_device= is not honoured: pin_memory=True pins for the CUDA "
+                         "device batches are copied to")
+    sampler = given.get("sampler")
+    if sampler is not None and type(sampler).__name__ == "DistributedSampler":
+        raise ConfigValueError("DistributedSampler is not honoured: pass distributed=(rank, world_size) "
+                         "or distributed='auto' (torchrun's or Slurm's variables), and set_epoch on "
+                         "the loader")
+    if _is_adapt_dataset(dataset):
+        for name in ("sampler", "batch_sampler", "collate_fn", "worker_init_fn", "multiprocessing_context"):
+            if given.get(name) is not None:
+                raise ConfigValueError(
+                    f"{name}= with an adapt.datasets object: its batches are read, transformed and "
+                    f"collated in Rust; drop {name}=, or wrap the data in your own Python dataset "
+                    "(any object with __getitem__ and __len__) to run Python code on it")
+        if given.get("in_order") is False:
+            raise ConfigValueError("in_order=False with an adapt.datasets object: its batches always come "
+                             "out in order (workers never wait on each other)")
+        if given.get("worker_method") not in (None, "thread"):
+            raise ConfigValueError("worker_method= with an adapt.datasets object: its workers are Rust "
+                             "threads (no Python runs per sample)")
+        if callable(given.get("transform")):
+            raise ConfigTypeError(
+                "transform= of an adapt.datasets object is the text form of adapt's Rust steps "
+                "(\"random_crop(32,padding=4),hflip,normalize(cifar10)\"), not a callable: give a "
+                "Python dataset that applies your transform in __getitem__")
+
+
 class DataLoader:
-    """PyTorch's DataLoader names, defaults and refusals, over adapt's
-    Rust loader. `dataset` is an `adapt.datasets` object or a pipeline
-    description (dict); `transform` the text form of the command line
-    (`"random_crop(32,padding=4),hflip,normalize(cifar10)"`). With
-    `transform=None` the dataset's usual normalisation is applied (its mean
-    and std); a transform string is taken as written, so one without a
-    `normalize` step only scales to [0, 1] (f32) or leaves the bytes as
-    they are (u8). `output`
-    `"f32"` (normalised NCHW), `"u8"` (NCHW) or `"u8-nhwc"`; `distributed`
-    None, `"auto"` (torchrun's or Slurm's variables) or `(rank,
-    world_size)`; `timeout` in seconds (0 or None: wait forever).
+    """PyTorch's DataLoader names, defaults and refusals, over adapt.
 
-    `autotune=True` tunes num_workers and prefetch_factor while training:
-    during the first epoch the ADaPT descent moves them between batches by
-    how long the training loop waits for each batch (the data and its order
-    do not change), starting from `autotune_profile`'s entry when it has one
-    and saving what it settled on there. `autotune_status()` says where it
-    is."""
+    `dataset` is either an `adapt.datasets` object (or a pipeline
+    description dict), read, transformed and collated in Rust, or **your
+    own dataset**: any map-style object (`__getitem__` and `__len__`, a
+    `torch.utils.data.Dataset`, a list, a `Subset`) or iterable one
+    (`__iter__`, splitting itself by `adapt.get_worker_info()` or torch's
+    `get_worker_info()`), read by Python workers.
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, num_workers=0, prefetch_factor=None,
-                 pin_memory=False, persistent_workers=False, drop_last=False, seed=0, transform=None,
-                 output="f32", distributed=None, timeout=None, exact_decode=False, stream=None,
-                 autotune=False, autotune_profile=None):
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ConfigError(f"batch_size should be a positive integer, got {batch_size!r}")
-        if not isinstance(num_workers, int) or num_workers < 0:
-            raise ConfigError("num_workers option should be non-negative")
+    For adapt's datasets, `transform` is the text form of the Rust steps
+    (`"random_crop(32,padding=4),hflip,normalize(cifar10)"`). The rule for
+    normalisation: `transform=None` applies the dataset's usual
+    normalisation (its mean and std); a transform string is taken as
+    written, so one without a `normalize` step only scales to [0, 1] (f32)
+    or leaves the bytes as they are (u8). `output` `"f32"` (normalised
+    NCHW), `"u8"` (NCHW) or `"u8-nhwc"`.
+
+    For your own dataset, PyTorch's arguments keep PyTorch's meaning:
+    `sampler`, `batch_sampler`, `collate_fn` (default: PyTorch's
+    `default_collate`), `worker_init_fn`, `multiprocessing_context`,
+    `in_order`, `timeout`, `drop_last`, `batch_size=None`. Workers are
+    processes (`worker_method="process"`, as PyTorch's) or threads
+    (`worker_method="thread"`: no pickling, the GIL shared; code that
+    releases it — PIL decoding, numpy, torch ops — runs in parallel). A
+    sample made of fixed-shape arrays (numpy, torch, PIL, numbers; in tuples,
+    lists or dicts) is written by the worker straight into its row of a
+    pooled batch buffer (shared memory for processes), so collation is the
+    one copy and nothing is pickled. Each sample's randomness is seeded from
+    (seed, epoch, index): `adapt.sample_rng()` in any worker, and `random`,
+    `numpy.random` and torch's generator reseeded per sample in process
+    workers and without workers, so a random transform gives the same
+    batches for any worker count. In thread workers only
+    `adapt.sample_rng()` is per sample: a transform drawing from torch's or
+    numpy's global generator is then not reproducible across worker counts.
+    An exception in `__getitem__` or `collate_fn` is raised in the training
+    loop with its type, the index and the worker's traceback; a worker
+    process that dies is a `WorkerError` naming it and the signal.
+
+    Both: `shuffle` reshuffles on every iteration (or per `set_epoch`);
+    `distributed` None, `"auto"` (torchrun's or Slurm's variables) or
+    `(rank, world_size)`; `timeout` in seconds (0 or None: wait forever);
+    `state_dict()` / `load_state_dict()` resume exactly, on the same or
+    another world size (map-style datasets with adapt's own sampler).
+    `generator=` is refused: the shuffle and the per-sample randomness come
+    from `seed=`.
+
+    `autotune=True` (adapt's datasets) tunes num_workers and
+    prefetch_factor while training: during the first epoch the ADaPT
+    descent moves them between batches by how long the training loop waits
+    for each batch (the data and its order do not change), starting from
+    `autotune_profile`'s entry when it has one and saving what it settled
+    on there. `autotune_status()` says where it is."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="", in_order=True,
+                 seed=0, transform=None, output="f32", distributed=None, exact_decode=False,
+                 stream=None, autotune=False, autotune_profile=None, worker_method=None):
+        _check_int("batch_size", batch_size, 1, allow_none=True)
+        _check_int("num_workers", num_workers, 0)
+        _check_int("prefetch_factor", prefetch_factor, 1, allow_none=True)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ConfigTypeError(f"seed option should be an integer, got {type(seed).__name__}")
         if num_workers == 0 and prefetch_factor is not None:
-            raise ConfigError("prefetch_factor option could only be specified in multiprocessing. "
-                              "let num_workers > 0 to enable multiprocessing")
+            raise ConfigValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
         if num_workers == 0 and persistent_workers:
-            raise ConfigError("persistent_workers option needs num_workers > 0")
-        if timeout is not None and timeout < 0:
-            raise ConfigError("timeout option should be non-negative")
+            raise ConfigValueError("persistent_workers option needs num_workers > 0")
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
+            raise ConfigValueError("timeout option should be non-negative")
+        _refuse_torch_only(dataset, generator=generator, pin_memory_device=pin_memory_device,
+                           sampler=sampler, batch_sampler=batch_sampler, collate_fn=collate_fn,
+                           worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
+                           in_order=in_order, worker_method=worker_method, transform=transform)
+        if worker_method not in (None, "thread", "process"):
+            raise ConfigValueError(f"worker_method {worker_method!r}: expected 'thread' or 'process'")
+        _warn_like_pytorch(num_workers, pin_memory)
         rank = world = None
         self.launch = None
         if distributed == "auto":
@@ -137,11 +240,22 @@ class DataLoader:
         self.pin_memory = pin_memory
         self.persistent_workers = persistent_workers
         self.drop_last = drop_last
-        self.shuffle = shuffle
         self.seed = seed
         self.rank, self.world_size = rank, world
+        self.collate_fn, self.sampler, self.batch_sampler = collate_fn, sampler, batch_sampler
+        self.timeout = timeout
+        self._py = None
+        if not _is_adapt_dataset(dataset):
+            self._init_python(dataset, shuffle, transform, output, stream, autotune, worker_method,
+                              worker_init_fn, multiprocessing_context, in_order)
+            return
+        if batch_size is None:
+            raise ConfigValueError("batch_size=None with an adapt.datasets object: its samples are always "
+                             "batched (batch_size=1 for one at a time)")
+        self.shuffle = bool(shuffle)
+        self.worker_method = "thread"
         self._pipeline_json = _pipeline(dataset, transform, output, exact_decode)
-        self._raw = _RawLoader(self._pipeline_json, batch_size, shuffle, num_workers, prefetch_factor,
+        self._raw = _RawLoader(self._pipeline_json, batch_size, self.shuffle, num_workers, prefetch_factor,
                                pin_memory, persistent_workers, drop_last, seed, rank, world,
                                float(timeout) if timeout else None, stream, bool(autotune),
                                os.fspath(autotune_profile) if autotune_profile else None)
@@ -155,6 +269,59 @@ class DataLoader:
         self._epoch_set = False
         self._resume = None
 
+    def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
+                     worker_init_fn, multiprocessing_context, in_order):
+        from ._python_loader import PythonLoader, is_iterable_dataset
+
+        iterable = is_iterable_dataset(dataset)
+        for name, value, ok in (("transform", transform, None), ("stream", stream, None),
+                                ("autotune", autotune, False)):
+            if value is not ok and value != ok:
+                raise ConfigValueError(
+                    f"{name}= with a Python dataset is not supported yet: apply your transform in "
+                    "__getitem__" if name == "transform" else
+                    f"{name}= with a Python dataset is not supported yet (it needs adapt's own datasets)")
+        if output != "f32":
+            raise ConfigValueError("output= with a Python dataset: the batches are what your samples are "
+                             "(collated); output= picks the layout of adapt's own datasets")
+        if iterable:
+            for name, value in (("shuffle", shuffle), ("sampler", self.sampler),
+                                ("batch_sampler", self.batch_sampler)):
+                if value:
+                    raise ConfigValueError(f"DataLoader with IterableDataset: expected unspecified {name} "
+                                     f"option, but got {name}={value!r}")
+        if self.sampler is not None and shuffle:
+            raise ConfigValueError("sampler option is mutually exclusive with shuffle")
+        if self.batch_sampler is not None:
+            if self.batch_size != 1 or shuffle or self.sampler is not None or self.drop_last:
+                raise ConfigValueError("batch_sampler option is mutually exclusive with batch_size, "
+                                 "shuffle, sampler, and drop_last")
+        if self.batch_size is None and self.drop_last:
+            raise ConfigValueError("batch_size=None option disables auto-batching and is mutually "
+                             "exclusive with drop_last")
+        if not iterable and not hasattr(dataset, "__getitem__"):
+            raise ConfigTypeError(
+                f"dataset must be an adapt.datasets object, a map-style dataset (__getitem__ and "
+                f"__len__) or an iterable one (__iter__), not {type(dataset).__name__}")
+        if not iterable and not hasattr(dataset, "__len__"):
+            raise ConfigTypeError(f"dataset of type {type(dataset).__name__} has __getitem__ but no "
+                            "__len__: a map-style dataset needs both (or give it __iter__)")
+        method = worker_method or "process"
+        if method == "thread" and multiprocessing_context is not None:
+            raise ConfigValueError("multiprocessing_context= with worker_method='thread': threads need none")
+        self.shuffle = bool(shuffle)
+        self.worker_method = method
+        self.output = None
+        self.transforms = None
+        self._py = PythonLoader(
+            dataset, batch_size=self.batch_size, shuffle=self.shuffle, sampler=self.sampler,
+            batch_sampler=self.batch_sampler, num_workers=self.num_workers, collate_fn=self.collate_fn,
+            pin_memory=self.pin_memory, drop_last=self.drop_last, timeout=self.timeout,
+            worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
+            prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
+            in_order=in_order, seed=self.seed, rank=self.rank, world_size=self.world_size,
+            worker_method=method)
+
     @classmethod
     def from_profile(cls, path, dataset, batch_size=1, transform=None, output="f32", **kwargs):
         """A loader with the knobs `cargo xtask tune --profile` (or
@@ -166,12 +333,16 @@ class DataLoader:
                    **{**knobs, **kwargs})
 
     def __len__(self):
+        if self._py is not None:
+            return len(self._py)
         return self._raw.batches_per_epoch()
 
     def autotune_status(self):
         """With autotune: {"settled": (num_workers, prefetch_factor) or None,
         "current": (num_workers, prefetch_factor), "tried": [((num_workers,
         prefetch_factor), mean wait seconds), ...]}; None without."""
+        if self._py is not None:
+            return None
         s = self._raw.autotune_status()
         if s is None:
             return None
@@ -181,18 +352,26 @@ class DataLoader:
     def set_epoch(self, epoch):
         """As DistributedSampler.set_epoch: the next iteration is this epoch
         (its shuffle and random draws). Without it, each iteration moves to
-        the next epoch."""
+        the next epoch, as PyTorch draws a new order on every iter()."""
+        if self._py is not None:
+            self._py.set_epoch(epoch)
+            return
         self._epoch = int(epoch)
         self._epoch_set = True
 
     def state_dict(self):
         """Where the loader stands: after the last batch handed out. Resume
         with load_state_dict on the same or another number of ranks."""
+        if self._py is not None:
+            return self._py.state_dict()
         return {"adapt_loader_state": self._raw.state(), "epoch": self._epoch}
 
     def load_state_dict(self, state):
         """The next iteration resumes the checkpointed epoch where it
         stopped (byte for byte what an uninterrupted run would yield)."""
+        if self._py is not None:
+            self._py.load_state_dict(state)
+            return
         text = state.get("adapt_loader_state")
         if text is None:
             self._epoch = int(state.get("epoch", 0))
@@ -207,36 +386,67 @@ class DataLoader:
             return torch.from_numpy(images), torch.from_numpy(labels)
         return images, labels
 
-    def batches(self):
-        """Iterates `(BatchData, labels)` without converting (for tools and
-        tests)."""
+    def _start(self):
+        """Starts the epoch the next iteration runs; the one after is the
+        next epoch unless set_epoch says otherwise."""
         if self._resume is not None:
             text, self._resume = self._resume, None
             epoch, _ = self._raw.resume(text)
         else:
             epoch = self._epoch
             self._raw.start(epoch)
-        self._epoch = epoch
+        self._epoch = epoch + 1 if not self._epoch_set else self._epoch
         self._epoch_set = False
+
+    def _drain(self):
         while True:
             item = self._raw.next()
             if item is None:
                 break
             yield item
-        if not self._epoch_set:
-            self._epoch = epoch + 1
+
+    def batches(self):
+        """Iterates `(BatchData, labels)` without converting (for tools and
+        tests; adapt's datasets only)."""
+        if self._py is not None:
+            raise ConfigTypeError("batches() is for adapt's own datasets; iterate the loader")
+        self._start()
+        return self._drain()
 
     def __iter__(self):
-        for data, labels in self.batches():
-            yield self._convert(data, labels)
+        if self._py is not None:
+            return iter(self._py)
+        self._start()
+        return (self._convert(data, labels) for data, labels in self._drain())
 
     def close(self):
-        """Stops the loader's threads now (they also stop when it is collected)."""
+        """Stops the loader's threads and worker processes now (they also
+        stop when it is collected)."""
+        if self._py is not None:
+            self._py.close()
+            return
         self._raw.close()
 
     def __repr__(self):
         return (f"adapt.DataLoader({self.dataset!r}, batch_size={self.batch_size}, "
                 f"num_workers={self.num_workers}, transform={self.transforms!r}, output={self.output!r})")
+
+
+def _warn_like_pytorch(num_workers, pin_memory):
+    """PyTorch's warnings: workers above the cores, pinning without a GPU."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cores and num_workers > cores:
+        warnings.warn(
+            f"This DataLoader will create {num_workers} worker processes in total. Our suggested max "
+            f"number of worker in current system is {cores}, which is smaller than what this "
+            "DataLoader is going to create. Please be aware that excessive worker creation might get "
+            "DataLoader running slow or even freeze, lower the worker number to avoid potential "
+            "slowness/freeze if necessary.", UserWarning, stacklevel=3)
+    if pin_memory:
+        torch = _torch_module()
+        if torch is None or not torch.cuda.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                          "device pinned memory won't be used.", UserWarning, stacklevel=3)
 
 
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,

@@ -19,6 +19,7 @@
 //! usable.
 
 mod dlpack;
+mod plan;
 
 use adapt::{
     AdaptError as Error, Batch, Distributed, ErrorKind, LoaderState, Pipeline, Run, RunOptions,
@@ -497,6 +498,8 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<RawLoader>()?;
     m.add_class::<BatchData>()?;
+    m.add_class::<plan::IndexPlan>()?;
+    m.add_class::<plan::EpochIndexPlan>()?;
     m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;

@@ -166,8 +166,8 @@ def test_errors_are_typed_and_keep_the_message(cifar, jpegs, tmp_path):
         adapt.DataLoader(ds, persistent_workers=True)
     with pytest.raises(adapt.DataError, match="does not exist"):
         adapt.DataLoader(adapt.datasets.CIFAR10(tmp_path / "absent"))
-    with pytest.raises(TypeError):
-        adapt.DataLoader("not a dataset")
+    with pytest.raises(TypeError, match="map-style dataset"):
+        adapt.DataLoader(42)
     # A corrupt image: the error names the file.
     victim = sorted(p for p in jpegs.rglob("*.JPEG"))[5]
     broken = tmp_path / "broken"

@@ -49,6 +49,7 @@ mod config;
 mod epoch;
 mod error;
 mod feed;
+mod plan;
 mod pool;
 mod resume;
 mod sampler;
@@ -59,6 +60,7 @@ pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;
 pub use feed::Feed;
+pub use plan::{EpochPlan, Plan};
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;
@@ -175,23 +177,7 @@ impl Loader {
         &self,
         state: &LoaderState,
     ) -> Result<(Vec<Segment>, usize), LoaderError> {
-        state.check_against(&self.config, self.ctx.dataset.len())?;
-        let world = self.config.distributed.map_or(1, |d| d.world_size);
-        if state.world_size == world {
-            return Ok((state.segments.clone(), state.batches));
-        }
-        if self.config.sampler.is_some() {
-            return Err(LoaderError::InvalidConfig(format!(
-                "a custom sampler's epoch resumes on its own world size ({}), not {world}",
-                state.world_size
-            )));
-        }
-        let mut s = state.segments.clone();
-        s.push(Segment {
-            world_size: state.world_size,
-            batches: state.batches,
-        });
-        Ok((s, 0))
+        plan::resume_segments(&self.config, self.ctx.dataset.len(), state)
     }
 
     /// Resumes the epoch a checkpoint ([`Epoch::state`]) was taken in: the

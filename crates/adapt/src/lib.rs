@@ -45,7 +45,9 @@ pub use tune::{default_cifar10, profile_knobs, replay, step_from_ms, tune, tune_
 
 pub use adapt_dataset::Sample;
 pub use adapt_formats::{DatasetKind, Split};
-pub use adapt_loader::{Batch, Distributed, Launch, LoaderConfig, LoaderState, OutputFormat};
+pub use adapt_loader::{
+    Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
+};
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
 pub use adapt_pipeline::{DatasetSpec, Pipeline, TransformSpec, parse_transforms, transforms_text};
 pub use adapt_remote::{

@@ -225,3 +225,41 @@ fn same_world_resume_equals_the_uninterrupted_ranks() {
         }
     }
 }
+
+/// The index plan (what a loader over a Python dataset batches by) is the
+/// loader's own: the same batches, the same checkpoint after any batch, the
+/// same resumed rest on the same and on another world size.
+#[test]
+fn the_index_plan_batches_checkpoints_and_resumes_as_the_loader() {
+    let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(37));
+    let cfg = |rank, world_size| LoaderConfig {
+        batch_size: 4,
+        shuffle: true,
+        seed: 9,
+        distributed: Some(Distributed { rank, world_size }),
+        identity: "synthetic".into(),
+        ..LoaderConfig::default()
+    };
+    for world in [1, 2, 3] {
+        for rank in 0..world {
+            let plan = adapt_loader::Plan::new(cfg(rank, world), ds.len()).unwrap();
+            let e = plan.epoch(5);
+            let (all, _) = take(&ds, cfg(rank, world), 5, usize::MAX);
+            let planned: Vec<Vec<usize>> = (0..e.batches()).map(|k| e.batch(k).to_vec()).collect();
+            assert_eq!(planned, all, "world {world}, rank {rank}");
+            for stop in [0, 2, e.batches()] {
+                let (_, state) = take(&ds, cfg(rank, world), 5, stop);
+                assert_eq!(e.state_after(stop), state, "state after {stop}");
+                // Elastic: the rest on 2 ranks, from the plan and the loader.
+                for r2 in 0..2 {
+                    let p2 = adapt_loader::Plan::new(cfg(r2, 2), ds.len()).unwrap();
+                    let rest = p2.resume(&state).unwrap();
+                    let planned: Vec<Vec<usize>> = (rest.skip..rest.batches())
+                        .map(|k| rest.batch(k).to_vec())
+                        .collect();
+                    assert_eq!(planned, rest_of(&ds, cfg(r2, 2), &state));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,540 @@
+"""The loader over the user's own Python dataset (map-style or iterable),
+with PyTorch's DataLoader semantics, in thread or process workers.
+
+The index order, the ranks' shares and exact and elastic resume are the
+Rust loader's (`_adapt.IndexPlan`); Python only reads and collates. When a
+sample is fixed-shape arrays (numpy, torch, PIL, numbers, in tuples or
+dicts) and no `collate_fn` is given, a worker writes each sample straight
+into its row of a pooled batch buffer (shared memory for process workers),
+and the batch handed out is a view of that buffer, back in the pool when
+released: one copy per byte and nothing pickled. Anything else goes through
+`collate_fn` (PyTorch's `default_collate` when none is given).
+"""
+
+import itertools
+import mmap
+import os
+import queue
+import signal
+import sys
+import threading
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _workers
+from ._adapt import IndexPlan, LoaderTimeout, SampleError, WorkerError
+
+_POLL = 0.05
+
+
+def is_iterable_dataset(ds):
+    """An iterable-style dataset: torch's IterableDataset, or an object with
+    `__iter__` and no `__getitem__`."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(ds, torch.utils.data.IterableDataset):
+        return True
+    return hasattr(ds, "__iter__") and not hasattr(ds, "__getitem__")
+
+
+class _Slots:
+    """The pool of batch buffers: shared memory for process workers, heap
+    for threads. Never blocks: with every buffer out it makes another."""
+
+    def __init__(self, nbytes, shared):
+        self.nbytes, self.shared = nbytes, shared
+        self.lock = threading.Lock()
+        self.free, self.bufs, self.shms = [], [], []
+
+    def take(self):
+        with self.lock:
+            if self.free:
+                return self.free.pop()
+            if self.shared:
+                from multiprocessing import shared_memory
+
+                shm = shared_memory.SharedMemory(create=True, size=self.nbytes)
+                # Mapped again as a plain mmap and the SharedMemory closed:
+                # arrays handed out keep the mapping alive, and nothing
+                # complains at exit about exported buffers.
+                mapped = _workers._attach(shm.name, self.nbytes)
+                if isinstance(mapped, mmap.mmap):
+                    shm.close()
+                self.shms.append(shm)
+                self.bufs.append(np.frombuffer(mapped, dtype=np.uint8, count=self.nbytes))
+            else:
+                self.bufs.append(np.zeros(self.nbytes, dtype=np.uint8))
+                self.shms.append(None)
+            return len(self.bufs) - 1
+
+    def describe(self, sid):
+        """What a worker needs to write into slot `sid`."""
+        shm = self.shms[sid]
+        if shm is None:
+            return (sid, f"heap-{id(self)}-{sid}", self.nbytes, self.bufs[sid])
+        return (sid, shm.name, self.nbytes, None)
+
+    def release(self, sid):
+        with self.lock:
+            self.free.append(sid)
+
+    def addresses(self):
+        return [b.__array_interface__["data"][0] for b in self.bufs]
+
+    def close(self):
+        for shm in self.shms:
+            if shm is not None:
+                try:
+                    shm.unlink()
+                except FileNotFoundError:
+                    pass
+        self.bufs, self.free = [], []
+
+
+class _Pool:
+    """The workers: threads or processes, one task queue each, one result
+    queue. `close` ends them all; none outlives it."""
+
+    def __init__(self, job, n, method, context):
+        self.method, self.gen = method, 0
+        if method == "thread":
+            self.results = queue.Queue()
+            self.tasks = [queue.Queue() for _ in range(n)]
+            self.workers = [threading.Thread(
+                target=_workers.Worker(i, job, self.tasks[i], self.results, process=False).run,
+                name=f"adapt-worker-{i}", daemon=True) for i in range(n)]
+        else:
+            import multiprocessing
+
+            ctx = context if not isinstance(context, (str, type(None))) else multiprocessing.get_context(context)
+            # Results are written to the pipe by put() itself (no feeder
+            # thread), so what a worker sent before it died is there to read.
+            self.results = ctx.SimpleQueue()
+            self.tasks = [ctx.Queue() for _ in range(n)]
+            self.workers = [ctx.Process(target=_workers.worker_main, args=(i, job, self.tasks[i], self.results),
+                                        name=f"adapt-worker-{i}", daemon=True) for i in range(n)]
+        for w in self.workers:
+            w.start()
+
+    def get(self, timeout):
+        """The next result, or queue.Empty after `timeout` seconds."""
+        if self.method == "thread":
+            return self.results.get(timeout=timeout)
+        if not self.results._reader.poll(timeout):
+            raise queue.Empty
+        return self.results.get()
+
+    def dead(self):
+        """(worker id, pid, exit code) of every worker process that ended."""
+        if self.method == "thread":
+            return []
+        return [(i, w.pid, w.exitcode) for i, w in enumerate(self.workers) if not w.is_alive()]
+
+    def close(self):
+        for q in self.tasks:
+            try:
+                q.put(None)
+            except (ValueError, OSError):
+                pass
+        for w in self.workers:
+            w.join(timeout=5)
+        for w in self.workers:
+            if self.method != "thread" and w.is_alive():
+                w.terminate()
+                w.join(timeout=5)
+        if self.method != "thread":
+            for q in self.tasks:
+                q.cancel_join_thread()
+                q.close()
+            self.results.close()
+        self.workers = []
+
+
+def _signal_name(code):
+    if code is None or code >= 0:
+        return f"exit code {code}"
+    try:
+        return f"signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"signal {-code}"
+
+
+class PythonLoader:
+    """adapt.DataLoader over a Python dataset (see `adapt.DataLoader`)."""
+
+    def __init__(self, dataset, *, batch_size, shuffle, sampler, batch_sampler, num_workers,
+                 collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
+                 prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method):
+        self.dataset = dataset
+        self.iterable = is_iterable_dataset(dataset)
+        self.batch_size, self.drop_last, self.shuffle = batch_size, drop_last, bool(shuffle)
+        self.sampler, self.batch_sampler = sampler, batch_sampler
+        self.num_workers, self.prefetch_factor = num_workers, prefetch_factor or 2
+        self.persistent_workers, self.in_order = persistent_workers, in_order
+        self.collate_fn, self.worker_init_fn = collate_fn, worker_init_fn
+        self.timeout, self.seed = timeout or 0, seed
+        self.rank, self.world_size = rank, world_size
+        self.worker_method, self.context = worker_method, multiprocessing_context
+        self.pin_memory = pin_memory and _cuda_available()
+        self._plan = None if (self.iterable or sampler is not None or batch_sampler is not None) else IndexPlan(
+            len(dataset), batch_size or 1, self.shuffle, drop_last, seed, rank, world_size,
+            f"python|{type(dataset).__module__}.{type(dataset).__qualname__}|{len(dataset)}")
+        self._pool = None
+        self._slots = None
+        self._layout = None
+        self._layout_known = False
+        self._epoch, self._epoch_set = 0, False
+        self._resume = None
+        self._current = None  # [epoch plan or None, batches delivered]
+        self._running = []
+        self._closed = False
+        self._finalizer = weakref.finalize(self, PythonLoader._cleanup, [None], [None])
+
+    # ---- what the epoch visits -------------------------------------------
+
+    def __len__(self):
+        if self._plan is not None:
+            return len(self._plan.start(0))
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        n = len(self.sampler) if self.sampler is not None else len(self.dataset)
+        if self.batch_size is None:
+            return n
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def _epoch_batches(self, epoch):
+        """(index batches, batches already delivered, plan) of the epoch
+        the next iteration runs."""
+        if self._plan is not None:
+            if self._resume is not None:
+                text, self._resume = self._resume, None
+                plan = self._plan.resume(text)
+            else:
+                plan = self._plan.start(epoch)
+            batches = plan.batches()
+            return plan.epoch, batches, plan.skip, plan
+        if self.batch_sampler is not None:
+            batches = [list(b) for b in self.batch_sampler]
+        else:
+            indices = list(self.sampler)
+            size = self.batch_size or 1
+            batches = [indices[i:i + size] for i in range(0, len(indices), size)]
+            if self.drop_last and batches and len(batches[-1]) < size:
+                batches.pop()
+        skip = 0
+        if self._resume is not None:
+            epoch, skip = self._resume["epoch"], self._resume["batches"]
+            self._resume = None
+        return epoch, batches[skip:], skip, None
+
+    # ---- the pieces shared by every epoch ---------------------------------
+
+    def _job(self):
+        return {"dataset": self.dataset, "seed": self.seed, "base_seed": _workers.sample_seed(self.seed, 1 << 62, 0),
+                "num_workers": self.num_workers, "rank": self.rank or 0, "world_size": self.world_size or 1,
+                "worker_init_fn": self.worker_init_fn, "collate_fn": self.collate_fn,
+                "batch_size": self.batch_size, "drop_last": self.drop_last, "layout": self._layout}
+
+    def _find_layout(self, epoch, first_index):
+        """The batch layout, from the first sample (read once here, with its
+        RNGs seeded as a worker seeds them, the main process's put back)."""
+        self._layout_known = True
+        if (self.collate_fn is not None or self.batch_size is None or self.iterable or first_index is None
+                or self.batch_sampler is not None):
+            return
+        try:
+            with _workers.GlobalRngs():
+                sample = _workers.fetch(self.dataset, self.seed, epoch, first_index, True)
+        except Exception:
+            # The worker that loads it raises it, with index and traceback;
+            # the layout is looked for again next epoch.
+            self._layout_known = False
+            return
+        tree = _workers.describe(sample)
+        if tree is not None:
+            self._layout = _workers.Layout(tree, self.batch_size)
+            self._slots = _Slots(self._layout.nbytes, shared=self.worker_method == "process" and self.num_workers > 0)
+
+    def _get_pool(self):
+        if self._pool is None:
+            self._pool = _Pool(self._job(), self.num_workers, self.worker_method, self.context)
+            self._finalizer.detach()
+            self._finalizer = weakref.finalize(self, PythonLoader._cleanup, [self._pool], [self._slots])
+        return self._pool
+
+    @staticmethod
+    def _cleanup(pools, slots):
+        for p in pools:
+            if p is not None:
+                p.close()
+        for s in slots:
+            if s is not None:
+                s.close()
+
+    def _to_tensor(self):
+        torch = _torch()
+        return torch.from_numpy if torch is not None else None
+
+    def _finish(self, item):
+        """A received batch as the training loop gets it (a worker's
+        exception raised)."""
+        if item[0] == "err":
+            raise item[1].exception(SampleError)
+        if item[0] == "slot":
+            sid, n = item[1]
+            owner = _SlotOwner(self._slots, sid)
+            batch = self._layout.build(self._slots.bufs[sid], n, owner, self._to_tensor())
+        else:
+            batch = item[1]
+        if self.pin_memory:
+            from torch.utils.data._utils.pin_memory import pin_memory
+
+            batch = pin_memory(batch)
+        return batch
+
+    # ---- iteration --------------------------------------------------------
+
+    def set_epoch(self, epoch):
+        self._epoch, self._epoch_set = int(epoch), True
+
+    def __iter__(self):
+        if self._closed:
+            raise RuntimeError("this adapt.DataLoader was closed")
+        epoch = self._epoch
+        if self.iterable:
+            gen = self._iterate_iterable(epoch)
+        else:
+            epoch, batches, skip, plan = self._epoch_batches(epoch)
+            if not self._layout_known:
+                self._find_layout(epoch, batches[0][0] if batches and batches[0] else None)
+            self._current = [plan, skip]
+            gen = self._iterate_map(epoch, batches, skip)
+        # As PyTorch draws a new permutation on every iter(): the next
+        # iteration is the next epoch unless set_epoch says otherwise.
+        self._epoch = epoch + 1 if not self._epoch_set else self._epoch
+        self._epoch_set = False
+        return gen
+
+    def _iterate_map(self, epoch, batches, skip):
+        if self.num_workers == 0:
+            for k, indices in enumerate(batches):
+                with _workers.GlobalRngs():
+                    item = self._inline_batch(epoch, indices)
+                self._current[1] = skip + k + 1
+                yield self._finish(item)
+            return
+        yield from self._run_pool(epoch, batches, skip)
+
+    def _inline_batch(self, epoch, indices):
+        worker = _workers.Worker(0, self._job(), None, None, process=False, reseed=True)
+        slot = self._slots.describe(self._slots.take()) if self._layout is not None else None
+        _workers._local.info = None
+        gen, bno, status, payload = worker.batch(0, epoch, 0, indices, slot)
+        if status == "err":
+            if slot is not None:
+                self._slots.release(slot[0])
+            raise payload.exception(SampleError).with_traceback(None)
+        return (status, payload)
+
+    def _run_pool(self, epoch, batches, skip):
+        pool = self._get_pool()
+        pool.gen += 1
+        gen, n, nw = pool.gen, len(batches), self.num_workers
+        self._running = batches
+        outstanding = [dict() for _ in range(nw)]
+        ready, state = {}, {"sent": 0, "out": 0}
+        rr = itertools.cycle(range(nw))
+
+        def dispatch():
+            # In flight: sent and not yet handed out (received ones included),
+            # at most num_workers x prefetch_factor, as the Rust loader.
+            while state["sent"] < n and state["sent"] - state["out"] < nw * self.prefetch_factor:
+                w = next((w for w in (next(rr) for _ in range(nw)) if len(outstanding[w]) < self.prefetch_factor), None)
+                if w is None:
+                    return
+                sid = self._slots.take() if self._layout is not None else None
+                outstanding[w][state["sent"]] = sid
+                slot = self._slots.describe(sid) if sid is not None else None
+                pool.tasks[w].put(("batch", gen, epoch, state["sent"], batches[state["sent"]], slot))
+                state["sent"] += 1
+
+        try:
+            dispatch()
+            while state["out"] < n:
+                key = state["out"] if self.in_order else next(iter(ready), None)
+                if key not in ready:
+                    self._receive(pool, gen, outstanding, ready)
+                    continue
+                item = ready.pop(key)
+                state["out"] += 1
+                self._current[1] = skip + state["out"]
+                dispatch()
+                yield self._finish(item)
+        finally:
+            for item in ready.values():
+                if item[0] == "slot":
+                    self._slots.release(item[1][0])
+            if not self.persistent_workers:
+                self._pool = None
+                pool.close()
+
+    def _receive(self, pool, gen, outstanding, ready):
+        """Waits for the next result, watching for dead workers and the
+        timeout, and puts it in `ready`."""
+        waited = 0.0
+        while True:
+            try:
+                msg = pool.get(_POLL)
+                break
+            except queue.Empty:
+                waited += _POLL
+            dead = pool.dead()
+            if dead:
+                self._drain(pool, gen, outstanding, ready)
+                raise self._death(dead, outstanding)
+            if self.timeout and waited >= self.timeout:
+                raise LoaderTimeout(f"DataLoader timed out after {self.timeout} seconds")
+        self._accept(msg, gen, outstanding, ready)
+
+    def _drain(self, pool, gen, outstanding, ready):
+        """Takes what the workers sent before one died (so the batch named
+        is the one the dead worker was on, not one it had finished)."""
+        while True:
+            try:
+                self._accept(pool.get(0.2), gen, outstanding, ready)
+            except queue.Empty:
+                return
+
+    def _death(self, dead, outstanding):
+        for wid, pid, code in dead:
+            busy = sorted(outstanding[wid]) if wid < len(outstanding) else []
+            where = ""
+            if busy:
+                first = self._running[busy[0]] if busy[0] < len(self._running) else []
+                where = (f" while loading batch {busy[0]} (indices {list(first[:8])}"
+                         f"{', ...' if len(first) > 8 else ''})")
+            if busy or wid == dead[-1][0]:
+                return WorkerError(f"DataLoader worker {wid} (pid {pid}) exited unexpectedly with "
+                                   f"{_signal_name(code)}{where}")
+
+    def _accept(self, msg, gen, outstanding, ready):
+        mgen, key, status, payload = msg
+        if status == "init":
+            raise payload.exception(WorkerError)
+        if mgen != gen:
+            if status == "slot":
+                self._slots.release(payload[0])
+            return
+        sid = None
+        if isinstance(key, int):
+            for o in outstanding:
+                sid = o.pop(key, sid)
+        if status == "err" and sid is not None:
+            self._slots.release(sid)
+        # An error is raised in its batch's turn, as PyTorch raises it.
+        ready[key] = (status, payload)
+
+    def _iterate_iterable(self, epoch):
+        if self.num_workers == 0:
+            job = self._job()
+            it = iter(self.dataset)
+            batches = _workers._batched(it, job, epoch, 0, True)
+            while True:
+                with _workers.GlobalRngs():
+                    batch = next(batches, None)
+                if batch is None:
+                    return
+                yield self._finish(("obj", batch))
+        pool = self._get_pool()
+        pool.gen += 1
+        gen, nw = pool.gen, self.num_workers
+        for w in range(nw):
+            pool.tasks[w].put(("iter", gen, epoch))
+            for _ in range(self.prefetch_factor):
+                pool.tasks[w].put(("more",))
+        active, nextk, ready, pos = list(range(nw)), [0] * nw, {}, 0
+        try:
+            while active:
+                if self.in_order:
+                    w = active[pos % len(active)]
+                    key = (w, nextk[w])
+                else:
+                    key = next(iter(ready), None)
+                if key not in ready:
+                    self._receive(pool, gen, [dict() for _ in range(nw)], ready)
+                    continue
+                status, payload = ready.pop(key)
+                w = key[0]
+                if status == "end":
+                    active.remove(w)
+                    continue
+                nextk[w] += 1
+                pos += 1
+                pool.tasks[w].put(("more",))
+                yield self._finish((status, payload))
+        finally:
+            for w in range(nw):
+                pool.tasks[w].put(("stop",))
+            if not self.persistent_workers:
+                self._pool = None
+                pool.close()
+
+    # ---- checkpoints ------------------------------------------------------
+
+    def state_dict(self):
+        if self.iterable:
+            raise NotImplementedError(
+                "state_dict of a loader over an iterable dataset is not supported: a map-style "
+                "dataset resumes exactly")
+        if not self.in_order:
+            raise NotImplementedError("state_dict with in_order=False: batches came out of order, "
+                                      "so no batch count says which were delivered (use in_order=True)")
+        plan, delivered = self._current if self._current is not None else (None, 0)
+        if self._plan is not None:
+            plan = plan if plan is not None else self._plan.start(self._epoch)
+            return {"adapt_loader_state": plan.state(delivered), "epoch": plan.epoch}
+        epoch = self._epoch - 1 if self._current is not None else self._epoch
+        return {"adapt_sampler_state": {"epoch": epoch, "batches": delivered}, "epoch": epoch}
+
+    def load_state_dict(self, state):
+        if "adapt_loader_state" in state and self._plan is not None:
+            self._plan.resume(state["adapt_loader_state"])  # checked now, not at the next iter()
+            self._resume = state["adapt_loader_state"]
+        elif "adapt_sampler_state" in state and self._plan is None:
+            self._resume = dict(state["adapt_sampler_state"])
+            self._epoch = self._resume["epoch"]
+        else:
+            raise ValueError("this state_dict is not from a loader with the same kind of sampler")
+
+    def close(self):
+        self._closed = True
+        self._finalizer()
+
+    def _buffer_addresses(self):
+        """Base addresses of the pooled batch buffers (for tests)."""
+        return [] if self._slots is None else self._slots.addresses()
+
+
+class _SlotOwner:
+    """Held by every array of one batch: when the last is released, the
+    batch's slot goes back to the pool."""
+
+    __slots__ = ("__weakref__",)
+
+    def __init__(self, slots, sid):
+        weakref.finalize(self, slots.release, sid)
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch
+    except ImportError:
+        return None
+
+
+def _cuda_available():
+    torch = sys.modules.get("torch") or _torch()
+    return torch is not None and torch.cuda.is_available()

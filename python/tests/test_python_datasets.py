@@ -1,0 +1,303 @@
+"""adapt.DataLoader over the user's own Python datasets: PyTorch's
+semantics, thread and process workers, zero-copy collation, per-sample
+seeding, failures, resume (numpy and pillow only; torch's own pieces are in
+test_torch.py)."""
+
+import os
+import signal
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import adapt
+
+METHODS = ["thread", "process"]
+
+
+class Squares:
+    """Map-style: sample i is a 4×5×3 u8 image filled with i and the label i."""
+
+    def __init__(self, n=23):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self.n:
+            raise IndexError(i)
+        return np.full((4, 5, 3), i % 256, dtype=np.uint8), i
+
+
+class Noisy(Squares):
+    """Draws from adapt.sample_rng() and from numpy's global generator."""
+
+    def __getitem__(self, i):
+        img, label = super().__getitem__(i)
+        noise = adapt.sample_rng().integers(0, 50, size=img.shape, dtype=np.uint8)
+        return {"image": img + noise, "label": label, "jitter": float(np.random.rand())}
+
+
+def collect(loader):
+    return [(np.array(b[0]), np.array(b[1])) for b in loader]
+
+
+def labels_of(loader):
+    return [int(x) for b in loader for x in np.asarray(b[1])]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("workers", [0, 1, 2])
+def test_batches_are_the_samples_stacked_in_sampler_order(method, workers):
+    ds = Squares()
+    loader = adapt.DataLoader(ds, batch_size=4, num_workers=workers, worker_method=method)
+    batches = collect(loader)
+    assert len(batches) == len(loader) == 6
+    assert [int(x) for _, l in batches for x in l] == list(range(23))
+    for imgs, labels in batches:
+        assert imgs.shape == (len(labels), 4, 5, 3) and imgs.dtype == np.uint8
+        assert all((imgs[j] == labels[j]).all() for j in range(len(labels)))
+
+
+def test_shuffled_batches_are_identical_for_any_worker_count_and_method():
+    def run(workers, method):
+        loader = adapt.DataLoader(Noisy(), batch_size=5, shuffle=True, seed=7, num_workers=workers,
+                                  worker_method=method)
+        return [(b["image"].tobytes(), b["label"].tolist()) for b in loader]
+
+    want = run(0, "process")
+    assert sorted(l for _, ls in want for l in ls) == list(range(23))
+    for workers in (1, 2, 4):
+        for method in METHODS:
+            assert run(workers, method) == want, (workers, method)
+
+
+def test_global_numpy_draws_are_reseeded_per_sample_in_processes_and_inline():
+    def jitter(workers):
+        loader = adapt.DataLoader(Noisy(), batch_size=5, num_workers=workers, worker_method="process")
+        return [b["jitter"].tolist() for b in loader]
+
+    state = np.random.get_state()
+    assert jitter(0) == jitter(2)
+    assert (np.random.get_state()[1] == state[1]).all(), "the main process's generator is put back"
+
+
+def test_each_iteration_is_a_new_epoch_unless_set_epoch():
+    loader = adapt.DataLoader(Squares(40), batch_size=8, shuffle=True, seed=1)
+    first = next(iter(loader))[1].tolist()  # break out after one batch
+    second = next(iter(loader))[1].tolist()
+    assert first != second, "a new permutation on every iter(), as PyTorch"
+    loader.set_epoch(0)
+    assert next(iter(loader))[1].tolist() == first
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_fixed_shape_samples_are_written_into_pooled_buffers(method):
+    loader = adapt.DataLoader(Squares(64), batch_size=8, num_workers=2, worker_method=method,
+                              persistent_workers=True)
+    counts = []
+    for _ in range(3):
+        for imgs, labels in loader:
+            addr = imgs.__array_interface__["data"][0]
+            bases = loader._py._buffer_addresses()
+            assert any(b <= addr < b + loader._py._layout.nbytes for b in bases), "a view of a pooled buffer"
+        counts.append(len(loader._py._buffer_addresses()))
+    # Released batches go back to the pool: the buffers are the ones in
+    # flight (2 workers x prefetch 2), the batch handed out and the one the
+    # loop variable still holds; none more per epoch.
+    assert counts[0] == counts[2] <= 2 * 2 + 2, counts
+    loader.close()
+
+
+def test_structures_pil_images_and_strings():
+    from PIL import Image
+
+    class Mixed:
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            img = Image.fromarray(np.full((3, 2, 3), i, dtype=np.uint8))
+            return {"img": img, "pair": (i, 0.5 * i)}
+
+    b = next(iter(adapt.DataLoader(Mixed(), batch_size=3)))
+    assert b["img"].shape == (3, 3, 2, 3)
+    assert b["pair"][0].tolist() == [0, 1, 2] and b["pair"][0].dtype == np.int64
+    assert b["pair"][1].dtype == np.float64
+    assert isinstance(b["pair"], list), "tuples collate to lists, as default_collate"
+
+    class Named(Squares):
+        def __getitem__(self, i):
+            return f"name-{i}", i
+
+    names, labels = next(iter(adapt.DataLoader(Named(), batch_size=2, num_workers=1)))
+    assert names == ["name-0", "name-1"] and labels.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_collate_fn_sampler_and_batch_sampler_keep_pytorchs_meaning(method):
+    def collate(samples):
+        return sum(label for _, label in samples)
+
+    got = list(adapt.DataLoader(Squares(), batch_size=5, collate_fn=collate, num_workers=2,
+                                worker_method=method))
+    assert got == [10, 35, 60, 85, 63]
+    order = [3, 1, 4, 1, 5, 9, 2, 6]
+    assert labels_of(adapt.DataLoader(Squares(), batch_size=3, sampler=order, num_workers=2,
+                                      worker_method=method)) == order
+    bs = [[0, 1], [5], [2, 3, 4]]
+    got = [b[1].tolist() for b in adapt.DataLoader(Squares(), batch_sampler=bs, num_workers=1,
+                                                    worker_method=method)]
+    assert got == bs
+    single = list(adapt.DataLoader(Squares(3), batch_size=None))
+    assert [s[1] for s in single] == [0, 1, 2], "batch_size=None: samples one by one"
+
+
+def test_refusals_name_the_argument_and_the_alternative():
+    ds = Squares()
+    with pytest.raises(ValueError, match="sampler option is mutually exclusive with shuffle"):
+        adapt.DataLoader(ds, sampler=[0, 1], shuffle=True)
+    with pytest.raises(ValueError, match="batch_sampler option is mutually exclusive"):
+        adapt.DataLoader(ds, batch_sampler=[[0]], batch_size=4)
+    with pytest.raises(ValueError, match="seed="):
+        adapt.DataLoader(ds, generator=object())
+    with pytest.raises(ValueError, match="pin_memory_device"):
+        adapt.DataLoader(ds, pin_memory_device="cuda:1")
+
+    class DistributedSampler(list):
+        pass
+
+    with pytest.raises(ValueError, match="distributed="):
+        adapt.DataLoader(ds, sampler=DistributedSampler([0]))
+    with pytest.raises(TypeError, match="num_workers option should be an integer, got str"):
+        adapt.DataLoader(ds, num_workers="2")
+    with pytest.raises(ValueError, match="disables auto-batching"):
+        adapt.DataLoader(ds, batch_size=None, drop_last=True)
+    with pytest.raises(ValueError, match="collate_fn= with an adapt.datasets object"):
+        adapt.DataLoader(adapt.datasets.CIFAR10("/nonexistent"), collate_fn=list)
+    with pytest.raises(TypeError, match="not a callable"):
+        adapt.DataLoader(adapt.datasets.CIFAR10("/nonexistent"), transform=lambda x: x)
+
+    class Stream:
+        def __iter__(self):
+            return iter(range(3))
+
+    with pytest.raises(ValueError, match="expected unspecified shuffle option"):
+        adapt.DataLoader(Stream(), shuffle=True)
+
+
+def test_warnings_as_pytorch():
+    with pytest.warns(UserWarning, match="no accelerator is found"):
+        adapt.DataLoader(Squares(), pin_memory=True)
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        adapt.DataLoader(Squares(), num_workers=(os.cpu_count() or 1) + 1)
+
+
+class Failing(Squares):
+    def __getitem__(self, i):
+        if i == 7:
+            raise KeyError(f"no sample {i}")
+        if i == 9:
+            raise ZeroDivisionError("bad pixel")
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_failing_sample_raises_its_own_type_with_index_and_traceback(method, workers):
+    loader = adapt.DataLoader(Failing(), batch_size=4, num_workers=workers, worker_method=method)
+    with pytest.raises(KeyError) as e:
+        list(loader)
+    assert e.value.index == 7
+    text = str(e.value)
+    assert "while loading index 7" in text and "Original Traceback" in text and "no sample 7" in text
+    ordered = adapt.DataLoader(Failing(), batch_size=1, sampler=[9], num_workers=workers,
+                               worker_method=method)
+    with pytest.raises(ZeroDivisionError, match="index 9"):
+        list(ordered)
+
+
+class Killer(Squares):
+    def __getitem__(self, i):
+        if i == 5 and adapt.get_worker_info() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().__getitem__(i)
+
+
+def test_a_killed_worker_process_is_a_worker_error_in_bounded_time():
+    loader = adapt.DataLoader(Killer(), batch_size=2, num_workers=2, worker_method="process")
+    t = time.monotonic()
+    with pytest.raises(adapt.WorkerError, match="SIGKILL") as e:
+        list(loader)
+    assert time.monotonic() - t < 30
+    assert "indices [4, 5]" in str(e.value)
+
+
+def test_timeout_names_the_seconds():
+    class Slow(Squares):
+        def __getitem__(self, i):
+            time.sleep(2)
+            return super().__getitem__(i)
+
+    loader = adapt.DataLoader(Slow(4), batch_size=2, num_workers=1, worker_method="thread", timeout=0.3)
+    with pytest.raises(adapt.LoaderTimeout, match="0.3 seconds"):
+        list(loader)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_resume_mid_epoch_exactly_and_on_another_world_size(method):
+    def make(**kw):
+        return adapt.DataLoader(Noisy(), batch_size=3, shuffle=True, seed=5, num_workers=2,
+                                worker_method=method, **kw)
+
+    full = [b["label"].tolist() for b in make()]
+    loader = make()
+    it = iter(loader)
+    head = [next(it)["label"].tolist() for _ in range(3)]
+    state = loader.state_dict()
+    del it
+    again = make()
+    again.load_state_dict(state)
+    assert head + [b["label"].tolist() for b in again] == full
+    # Elastic: the rest dealt across two ranks covers what was left, once.
+    rest = []
+    for rank in range(2):
+        r = make(distributed=(rank, 2))
+        r.load_state_dict(state)
+        rest += [x for b in r for x in b["label"].tolist()]
+    left = sorted(x for b in full[3:] for x in b)
+    assert sorted(set(rest)) == left
+
+
+def test_an_iterable_dataset_is_split_across_workers_and_ranks_once():
+    class Shards:
+        def __init__(self, rank, world):
+            self.rank, self.world = rank, world
+
+        def __iter__(self):
+            info = adapt.get_worker_info()
+            wid, nw = (info.id, info.num_workers) if info else (0, 1)
+            for i in range(self.rank * nw + wid, 40, self.world * nw):
+                yield np.full(2, i, dtype=np.int64)
+
+    seen = []
+    for method in METHODS:
+        seen = []
+        for rank in range(2):
+            loader = adapt.DataLoader(Shards(rank, 2), batch_size=4, num_workers=2, worker_method=method,
+                                      distributed=(rank, 2))
+            seen += [int(x) for b in loader for x in np.asarray(b)[:, 0]]
+        assert sorted(seen) == list(range(40)), method
+
+
+def test_close_ends_the_workers_and_refuses_further_use():
+    loader = adapt.DataLoader(Squares(), batch_size=4, num_workers=2, worker_method="process",
+                              persistent_workers=True)
+    list(loader)
+    procs = list(loader._py._pool.workers)
+    loader.close()
+    assert all(not p.is_alive() for p in procs)
+    with pytest.raises(RuntimeError, match="closed"):
+        iter(loader)
