@@ -274,16 +274,31 @@ class DataLoader:
         from ._python_loader import PythonLoader, is_iterable_dataset
 
         iterable = is_iterable_dataset(dataset)
-        for name, value, ok in (("transform", transform, None), ("stream", stream, None),
-                                ("autotune", autotune, False)):
-            if value is not ok and value != ok:
-                raise ConfigValueError(
-                    f"{name}= with a Python dataset is not supported yet: apply your transform in "
-                    "__getitem__" if name == "transform" else
-                    f"{name}= with a Python dataset is not supported yet (it needs adapt's own datasets)")
-        if output != "f32":
-            raise ConfigValueError("output= with a Python dataset: the batches are what your samples are "
-                             "(collated); output= picks the layout of adapt's own datasets")
+        for name, value in (("stream", stream), ("autotune", autotune)):
+            if value:
+                raise ConfigValueError(f"{name}= with a Python dataset is not supported yet (it "
+                                       "needs adapt's own datasets)")
+        if callable(transform):
+            raise ConfigTypeError(
+                "transform= is the text form of adapt's Rust steps (\"random_resized_crop(224),"
+                "hflip,normalize(imagenet)\"), run after your __getitem__; apply a callable "
+                "transform (a torchvision Compose) in __getitem__")
+        if transform is not None:
+            if output not in _OUTPUTS:
+                raise ConfigValueError(f"output {output!r}: expected one of {', '.join(_OUTPUTS)}")
+            _parse_transform(transform)  # a bad step is refused now, naming it
+            for name, value in (("collate_fn", self.collate_fn), ("batch_sampler", self.batch_sampler),
+                                ("iterable dataset", iterable or None)):
+                if value is not None:
+                    raise ConfigValueError(
+                        f"transform= with {'an ' if name[0] == 'i' else ''}{name}: adapt's steps "
+                        "collate in Rust over (image, label) samples of a map-style dataset; "
+                        "apply your transform in __getitem__ instead")
+            if self.batch_size is None:
+                raise ConfigValueError("transform= with batch_size=None: adapt's steps batch")
+        elif output != "f32":
+            raise ConfigValueError("output= with a Python dataset needs transform=: without adapt's "
+                                   "steps the batches are your samples, collated")
         if iterable:
             for name, value in (("shuffle", shuffle), ("sampler", self.sampler),
                                 ("batch_sampler", self.batch_sampler)):
@@ -311,8 +326,6 @@ class DataLoader:
             raise ConfigValueError("multiprocessing_context= with worker_method='thread': threads need none")
         self.shuffle = bool(shuffle)
         self.worker_method = method
-        self.output = None
-        self.transforms = None
         self._py = PythonLoader(
             dataset, batch_size=self.batch_size, shuffle=self.shuffle, sampler=self.sampler,
             batch_sampler=self.batch_sampler, num_workers=self.num_workers, collate_fn=self.collate_fn,
@@ -320,7 +333,9 @@ class DataLoader:
             worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             in_order=in_order, seed=self.seed, rank=self.rank, world_size=self.world_size,
-            worker_method=method)
+            worker_method=method, steps=transform, output=output)
+        self.transforms = transform
+        self.output = output if transform is not None else None
 
     @classmethod
     def from_profile(cls, path, dataset, batch_size=1, transform=None, output="f32", **kwargs):

@@ -165,7 +165,8 @@ class PythonLoader:
 
     def __init__(self, dataset, *, batch_size, shuffle, sampler, batch_sampler, num_workers,
                  collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
-                 prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method):
+                 prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method,
+                 steps=None, output="f32"):
         self.dataset = dataset
         self.iterable = is_iterable_dataset(dataset)
         self.batch_size, self.drop_last, self.shuffle = batch_size, drop_last, bool(shuffle)
@@ -177,6 +178,8 @@ class PythonLoader:
         self.rank, self.world_size = rank, world_size
         self.worker_method, self.context = worker_method, multiprocessing_context
         self.pin_memory = pin_memory and _cuda_available()
+        self.steps_text, self.output = steps, output
+        self._steps_args = None
         self._plan = None if (self.iterable or sampler is not None or batch_sampler is not None) else IndexPlan(
             len(dataset), batch_size or 1, self.shuffle, drop_last, seed, rank, world_size,
             f"python|{type(dataset).__module__}.{type(dataset).__qualname__}|{len(dataset)}")
@@ -234,7 +237,8 @@ class PythonLoader:
         return {"dataset": self.dataset, "seed": self.seed, "base_seed": _workers.sample_seed(self.seed, 1 << 62, 0),
                 "num_workers": self.num_workers, "rank": self.rank or 0, "world_size": self.world_size or 1,
                 "worker_init_fn": self.worker_init_fn, "collate_fn": self.collate_fn,
-                "batch_size": self.batch_size, "drop_last": self.drop_last, "layout": self._layout}
+                "batch_size": self.batch_size, "drop_last": self.drop_last, "layout": self._layout,
+                "steps": self._steps_args}
 
     def _find_layout(self, epoch, first_index):
         """The batch layout, from the first sample (read once here, with its
@@ -251,10 +255,35 @@ class PythonLoader:
             # the layout is looked for again next epoch.
             self._layout_known = False
             return
+        if self.steps_text is not None:
+            self._layout = self._steps_layout(sample, first_index)
+            self._slots = _Slots(self._layout.nbytes, shared=self.worker_method == "process" and self.num_workers > 0)
+            return
         tree = _workers.describe(sample)
         if tree is not None:
             self._layout = _workers.Layout(tree, self.batch_size)
             self._slots = _Slots(self._layout.nbytes, shared=self.worker_method == "process" and self.num_workers > 0)
+
+    def _steps_layout(self, sample, index):
+        """adapt's steps for samples like the first: built for any size when
+        a step fixes it, else for the first sample's size."""
+        from ._adapt import ConfigError, Steps
+
+        pixels, planar = _workers.image_of(_workers.split_sample(sample, index)[0], index)
+        if planar:
+            c, h, w = pixels.shape
+        elif pixels.ndim == 2:
+            (h, w), c = pixels.shape, 1
+        else:
+            h, w, c = pixels.shape
+        try:
+            args = (self.steps_text, self.output, 0, 0, c)
+            steps = Steps(*args)
+        except ConfigError:
+            args = (self.steps_text, self.output, h, w, c)
+            steps = Steps(*args)
+        self._steps_args = args
+        return _workers.steps_layout(steps, self.output, self.batch_size)
 
     def _get_pool(self):
         if self._pool is None:

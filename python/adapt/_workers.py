@@ -246,6 +246,46 @@ class _Region:
                                     "version": 3}
 
 
+# ---- adapt's Rust steps after the user's own reading ----------------------
+
+def image_of(x, index):
+    """A sample's image as a C-contiguous u8 array and whether it is
+    planar: numpy and PIL images are HWC (or HW), a torch tensor CHW."""
+    torch = sys.modules.get("torch")
+    planar = torch is not None and isinstance(x, torch.Tensor) and x.dim() == 3
+    a = _leaf_array(x)
+    if a is None or a.dtype != np.uint8 or a.ndim not in (2, 3):
+        got = type(x).__name__ if a is None else f"{a.dtype} of shape {tuple(a.shape)}"
+        raise TypeError(f"sample {index}: transform= runs adapt's steps on a u8 image (HWC numpy or "
+                        f"PIL, CHW torch) as the sample's first part, got {got}")
+    return np.ascontiguousarray(a), planar
+
+
+def split_sample(sample, index):
+    """(image, label) of a sample that adapt's steps batch."""
+    if not isinstance(sample, (tuple, list)) or len(sample) != 2:
+        raise TypeError(f"sample {index}: with transform= a sample is (image, label), got "
+                        f"{type(sample).__name__}")
+    image, label = sample
+    if not isinstance(label, (int, np.integer)) and not (
+            hasattr(label, "item") and getattr(label, "ndim", 1) == 0):
+        raise TypeError(f"sample {index}: the label is {type(label).__name__}, expected an integer")
+    return image, int(label)
+
+
+def steps_layout(steps, output, batch_size):
+    """The layout of a batch adapt's steps collate: images as `output` lays
+    them out, then int64 labels."""
+    h, w, c = steps.shape
+    if output == "f32":
+        image = ("leaf", (c, h, w), np.dtype(np.float32).str)
+    elif output == "u8":
+        image = ("leaf", (c, h, w), np.dtype(np.uint8).str)
+    else:
+        image = ("leaf", (h, w, c), np.dtype(np.uint8).str)
+    return Layout(("seq", None, [image, ("leaf", (), np.dtype(np.int64).str)]), batch_size)
+
+
 # ---- PyTorch's default_collate, without torch -----------------------------
 
 def default_collate(batch):
@@ -405,9 +445,33 @@ class Worker:
             buf = self.buffers[name] = _attach(name, nbytes) if self.process else slot[3]
         return buf
 
+    def _stepped(self, views, buf, epoch, indices):
+        """Batch rows through adapt's steps: the user's image, the Rust steps
+        and collation straight into the buffer, the GIL released."""
+        job = self.job
+        steps = getattr(self, "steps", None)
+        if steps is None:
+            from ._adapt import Steps
+
+            steps = self.steps = Steps(*job["steps"])
+        flat = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
+        base, size = job["layout"].offsets[0], steps.sample_bytes
+        for j, index in enumerate(indices):
+            self.current = index
+            image, label = split_sample(fetch(job["dataset"], job["seed"], epoch, index, self.reseed), index)
+            pixels, planar = image_of(image, index)
+            steps.write(pixels, planar, job["seed"], epoch, index, flat, base + j * size)
+            views[1][j] = label
+
     def batch(self, gen, epoch, bno, indices, slot):
         job, index = self.job, None
+        self.current = None
         try:
+            if slot is not None and job.get("steps") is not None:
+                layout = job["layout"]
+                buf = self._buffer(slot)
+                self._stepped(layout.views(buf), buf, epoch, indices)
+                return (gen, bno, "slot", (slot[0], len(indices)))
             if slot is not None:
                 layout = job["layout"]
                 views = layout.views(self._buffer(slot))
@@ -419,7 +483,7 @@ class Worker:
                 samples.append(fetch(job["dataset"], job["seed"], epoch, index, self.reseed))
             return (gen, bno, "obj", collate(job, samples))
         except Exception as e:
-            return (gen, bno, "err", Failure(e, self.where, index))
+            return (gen, bno, "err", Failure(e, self.where, index if index is not None else self.current))
 
     def iterate(self, gen, epoch):
         """An iterable dataset's share of the epoch: this worker's copy of

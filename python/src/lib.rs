@@ -20,6 +20,7 @@
 
 mod dlpack;
 mod plan;
+mod steps;
 
 use adapt::{
     AdaptError as Error, Batch, Distributed, ErrorKind, LoaderState, Pipeline, Run, RunOptions,
@@ -500,6 +501,7 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BatchData>()?;
     m.add_class::<plan::IndexPlan>()?;
     m.add_class::<plan::EpochIndexPlan>()?;
+    m.add_class::<steps::Steps>()?;
     m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;

@@ -301,3 +301,50 @@ def test_close_ends_the_workers_and_refuses_further_use():
     assert all(not p.is_alive() for p in procs)
     with pytest.raises(RuntimeError, match="closed"):
         iter(loader)
+
+
+class CifarRecords:
+    """The user's own reader of CIFAR-10's binary files (numpy), returning
+    (HWC u8 image, label) and leaving the recipe to adapt's Rust steps."""
+
+    def __init__(self, root):
+        parts = [np.fromfile(root / f"data_batch_{k}.bin", dtype=np.uint8).reshape(-1, 3073)
+                 for k in range(1, 6)]
+        self.records = np.concatenate(parts)
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, i):
+        r = self.records[i]
+        return r[1:].reshape(3, 32, 32).transpose(1, 2, 0), int(r[0])
+
+
+RECIPE = "random_crop(32,padding=4),hflip,normalize(cifar10)"
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("output", ["f32", "u8-nhwc"])
+def test_rust_steps_after_python_reading_give_adapts_own_batches(cifar, method, output):
+    steps = RECIPE if output == "f32" else "random_crop(32,padding=4),hflip"
+    ours = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=64, shuffle=True, seed=3,
+                            transform=steps, output=output)
+    theirs = adapt.DataLoader(CifarRecords(cifar), batch_size=64, shuffle=True, seed=3, num_workers=2,
+                              worker_method=method, transform=steps, output=output)
+    a, b = collect(ours), collect(theirs)
+    assert len(a) == len(b) == len(theirs)
+    for (ia, la), (ib, lb) in zip(a, b):
+        assert ia.dtype == ib.dtype and ia.shape == ib.shape
+        assert ia.tobytes() == ib.tobytes() and (la == lb).all()
+    assert theirs.transforms == steps
+
+
+def test_rust_steps_refuse_what_they_cannot_batch():
+    with pytest.raises(TypeError, match="u8 image"):
+        list(adapt.DataLoader([(np.zeros((4, 4, 3), np.float32), 0)], transform="hflip"))
+    with pytest.raises(ValueError, match="collate_fn"):
+        adapt.DataLoader(Squares(), transform="hflip", collate_fn=list)
+    with pytest.raises(adapt.ConfigError, match="blur"):
+        adapt.DataLoader(Squares(), transform="blur(3)")
+    with pytest.raises(TypeError, match="in __getitem__"):
+        adapt.DataLoader(Squares(), transform=lambda x: x)

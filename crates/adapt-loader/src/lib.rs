@@ -45,6 +45,7 @@
 //! ```
 
 mod batch;
+mod collate;
 mod config;
 mod epoch;
 mod error;
@@ -56,6 +57,7 @@ mod sampler;
 mod worker;
 
 pub use batch::Batch;
+pub use collate::collate_sample;
 pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;

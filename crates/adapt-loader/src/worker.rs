@@ -202,8 +202,7 @@ fn read_one(
     collate(ctx, view, geometry, &mut state.row, out)
 }
 
-/// Writes one transformed sample into its place in the batch, reading
-/// through `geometry` (deferred crops and flips) when there is one.
+/// Writes one transformed sample into its place in the batch.
 fn collate(
     ctx: &Context,
     view: adapt_dataset::SampleView<'_>,
@@ -211,30 +210,15 @@ fn collate(
     row: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
-    let shape = geometry.map_or(view.shape, |g| g.output_shape(view.shape));
-    if shape != ctx.shape {
-        return Err(adapt_dataset::Error::ShapeMismatch {
-            shape: ctx.shape,
-            expected: ctx.shape.len(),
-            got: shape.len(),
-        });
-    }
-    match (ctx.output, geometry) {
-        (OutputFormat::F32Nchw, None) => ctx.normalize.write_chw(view, floats(out)?)?,
-        (OutputFormat::F32Nchw, Some(g)) => g.write_chw(view, &ctx.normalize, floats(out)?, row)?,
-        (OutputFormat::U8Nchw, None) => adapt_transform::write_u8(view, out, false)?,
-        (OutputFormat::U8Nchw, Some(g)) => g.write_u8(view, out, false, row)?,
-        (OutputFormat::U8Nhwc, None) => adapt_transform::write_u8(view, out, true)?,
-        (OutputFormat::U8Nhwc, Some(g)) => g.write_u8(view, out, true, row)?,
-    }
-    Ok(view.label)
-}
-
-/// The f32 view of a sample's bytes in the batch: the pool's buffers are
-/// 4-byte aligned and each sample's share is a multiple of 4 bytes.
-fn floats(out: &mut [u8]) -> Result<&mut [f32], adapt_dataset::Error> {
-    bytemuck::try_cast_slice_mut(out)
-        .map_err(|e| adapt_dataset::Error::InvalidParameter(format!("batch buffer: {e}")))
+    crate::collate_sample(
+        ctx.output,
+        &ctx.normalize,
+        ctx.shape,
+        view,
+        geometry,
+        row,
+        out,
+    )
 }
 
 /// A set of worker threads fed from one task queue.

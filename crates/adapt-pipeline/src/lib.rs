@@ -208,7 +208,7 @@ impl Pipeline {
 /// Builds the u8 steps in order, checking each against the shape it
 /// receives; returns them composed, the normaliser (the last step's) and
 /// the shape the samples are batched at.
-fn compose_steps(
+pub fn compose_steps(
     steps: &[TransformSpec],
     mut shape: Shape,
 ) -> Result<(Compose, Option<Normalize>, Shape), PipelineError> {

@@ -35,15 +35,17 @@ pub mod generate;
 mod inspect;
 pub mod pack;
 mod run;
+mod steps;
 mod tune;
 
 pub use error::{AdaptError, ErrorKind};
 pub use generate::generate;
 pub use inspect::{Inspected, inspect};
 pub use run::{Autotune, Run, RunInfo, RunOptions, parse_distributed};
+pub use steps::{SampleSteps, StepScratch};
 pub use tune::{default_cifar10, profile_knobs, replay, step_from_ms, tune, tune_command};
 
-pub use adapt_dataset::Sample;
+pub use adapt_dataset::{Sample, Shape};
 pub use adapt_formats::{DatasetKind, Split};
 pub use adapt_loader::{
     Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
