@@ -65,7 +65,7 @@ def test_shuffled_batches_are_identical_for_any_worker_count_and_method():
     def run(workers, method):
         loader = adapt.DataLoader(Noisy(), batch_size=5, shuffle=True, seed=7, num_workers=workers,
                                   worker_method=method)
-        return [(b["image"].tobytes(), b["label"].tolist()) for b in loader]
+        return [(np.asarray(b["image"]).tobytes(), b["label"].tolist()) for b in loader]
 
     want = run(0, "process")
     assert sorted(l for _, ls in want for l in ls) == list(range(23))
@@ -100,7 +100,7 @@ def test_fixed_shape_samples_are_written_into_pooled_buffers(method):
     counts = []
     for _ in range(3):
         for imgs, labels in loader:
-            addr = imgs.__array_interface__["data"][0]
+            addr = np.asarray(imgs).__array_interface__["data"][0]
             bases = loader._py._buffer_addresses()
             assert any(b <= addr < b + loader._py._layout.nbytes for b in bases), "a view of a pooled buffer"
         counts.append(len(loader._py._buffer_addresses()))
@@ -123,9 +123,9 @@ def test_structures_pil_images_and_strings():
             return {"img": img, "pair": (i, 0.5 * i)}
 
     b = next(iter(adapt.DataLoader(Mixed(), batch_size=3)))
-    assert b["img"].shape == (3, 3, 2, 3)
-    assert b["pair"][0].tolist() == [0, 1, 2] and b["pair"][0].dtype == np.int64
-    assert b["pair"][1].dtype == np.float64
+    assert tuple(b["img"].shape) == (3, 3, 2, 3)
+    assert b["pair"][0].tolist() == [0, 1, 2] and np.asarray(b["pair"][0]).dtype == np.int64
+    assert np.asarray(b["pair"][1]).dtype == np.float64
     assert isinstance(b["pair"], list), "tuples collate to lists, as default_collate"
 
     class Named(Squares):
@@ -133,6 +133,7 @@ def test_structures_pil_images_and_strings():
             return f"name-{i}", i
 
     names, labels = next(iter(adapt.DataLoader(Named(), batch_size=2, num_workers=1)))
+    names = list(names)
     assert names == ["name-0", "name-1"] and labels.tolist() == [0, 1]
 
 
