@@ -205,7 +205,8 @@ class DataLoader:
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=0, transform=None, output="f32", distributed=None, exact_decode=False,
-                 stream=None, autotune=False, autotune_profile=None, worker_method=None):
+                 stream=None, autotune=False, autotune_profile=None, worker_method=None,
+                 reseed_globals=True):
         _check_int("batch_size", batch_size, 1, allow_none=True)
         _check_int("num_workers", num_workers, 0)
         _check_int("prefetch_factor", prefetch_factor, 1, allow_none=True)
@@ -247,7 +248,7 @@ class DataLoader:
         self._py = None
         if not _is_adapt_dataset(dataset):
             self._init_python(dataset, shuffle, transform, output, stream, autotune, worker_method,
-                              worker_init_fn, multiprocessing_context, in_order)
+                              worker_init_fn, multiprocessing_context, in_order, reseed_globals)
             return
         if batch_size is None:
             raise ConfigValueError("batch_size=None with an adapt.datasets object: its samples are always "
@@ -270,7 +271,7 @@ class DataLoader:
         self._resume = None
 
     def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
-                     worker_init_fn, multiprocessing_context, in_order):
+                     worker_init_fn, multiprocessing_context, in_order, reseed_globals):
         from ._python_loader import PythonLoader, is_iterable_dataset
 
         iterable = is_iterable_dataset(dataset)
@@ -333,7 +334,7 @@ class DataLoader:
             worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             in_order=in_order, seed=self.seed, rank=self.rank, world_size=self.world_size,
-            worker_method=method, steps=transform, output=output)
+            worker_method=method, steps=transform, output=output, reseed_globals=reseed_globals)
         self.transforms = transform
         self.output = output if transform is not None else None
 

@@ -166,7 +166,7 @@ class PythonLoader:
     def __init__(self, dataset, *, batch_size, shuffle, sampler, batch_sampler, num_workers,
                  collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
                  prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method,
-                 steps=None, output="f32"):
+                 steps=None, output="f32", reseed_globals=True):
         self.dataset = dataset
         self.iterable = is_iterable_dataset(dataset)
         self.batch_size, self.drop_last, self.shuffle = batch_size, drop_last, bool(shuffle)
@@ -179,6 +179,7 @@ class PythonLoader:
         self.worker_method, self.context = worker_method, multiprocessing_context
         self.pin_memory = pin_memory and _cuda_available()
         self.steps_text, self.output = steps, output
+        self.reseed_globals = reseed_globals
         self._steps_args = None
         self._plan = None if (self.iterable or sampler is not None or batch_sampler is not None) else IndexPlan(
             len(dataset), batch_size or 1, self.shuffle, drop_last, seed, rank, world_size,
@@ -238,7 +239,7 @@ class PythonLoader:
                 "num_workers": self.num_workers, "rank": self.rank or 0, "world_size": self.world_size or 1,
                 "worker_init_fn": self.worker_init_fn, "collate_fn": self.collate_fn,
                 "batch_size": self.batch_size, "drop_last": self.drop_last, "layout": self._layout,
-                "steps": self._steps_args}
+                "steps": self._steps_args, "reseed_globals": self.reseed_globals}
 
     def _find_layout(self, epoch, first_index):
         """The batch layout, from the first sample (read once here, with its
@@ -249,7 +250,7 @@ class PythonLoader:
             return
         try:
             with _workers.GlobalRngs():
-                sample = _workers.fetch(self.dataset, self.seed, epoch, first_index, True)
+                sample = _workers.fetch(self.dataset, self.seed, epoch, first_index, self.reseed_globals)
         except Exception:
             # The worker that loads it raises it, with index and traceback;
             # the layout is looked for again next epoch.
@@ -468,7 +469,7 @@ class PythonLoader:
         if self.num_workers == 0:
             job = self._job()
             it = iter(self.dataset)
-            batches = _workers._batched(it, job, epoch, 0, True)
+            batches = _workers._batched(it, job, epoch, 0, self.reseed_globals)
             while True:
                 with _workers.GlobalRngs():
                     batch = next(batches, None)

@@ -349,3 +349,15 @@ def test_rust_steps_refuse_what_they_cannot_batch():
         adapt.DataLoader(Squares(), transform="blur(3)")
     with pytest.raises(TypeError, match="in __getitem__"):
         adapt.DataLoader(Squares(), transform=lambda x: x)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_sample_unlike_the_first_is_named(method):
+    class Ragged(Squares):
+        def __getitem__(self, i):
+            img, label = super().__getitem__(i)
+            return (img[:3] if i == 6 else img), label
+
+    with pytest.raises(ValueError, match=r"sample 6: sample\[0\] has shape \(3, 5, 3\)") as e:
+        list(adapt.DataLoader(Ragged(), batch_size=4, num_workers=1, worker_method=method))
+    assert e.value.index == 6
