@@ -247,6 +247,10 @@ class DataLoader:
         self.timeout = timeout
         self._py = None
         if not _is_adapt_dataset(dataset):
+            if transform is None and getattr(dataset, "_python_backed", False):
+                # torchvision's CIFAR pickles: the dataset's usual
+                # normalisation, by the same rule as adapt's own datasets.
+                transform = dataset.default_transform
             self._init_python(dataset, shuffle, transform, output, stream, autotune, worker_method,
                               worker_init_fn, multiprocessing_context, in_order, reseed_globals)
             return

@@ -1,20 +1,87 @@
 """Datasets by their real on-disk layouts, as adapt's readers open them.
 
-Each is a description (kind, folder, options), not loaded data: the loader
-opens it in Rust, once, shared by its worker threads.
+Each describes its data (kind, folder, options) for the loader, which opens
+it in Rust, once, shared by its worker threads; each is also a dataset in
+everyday code: `len(ds)`, `ds[i]` → `(image, label)` (a u8 HWC numpy array
+as the reader yields it, after the format's fixed steps), `.classes`,
+`.class_to_idx`, `.targets` where the format has them, so they work inside
+`torch.utils.data.DataLoader` too. Nothing is downloaded: `download=True` is
+refused with where to put the files.
+
+torchvision's CIFAR-10 and CIFAR-100 downloads (`cifar-10-batches-py`,
+`cifar-100-python`: pickles) are read as they are, in Python (with pickle,
+as torchvision reads them: only open files you trust), and batched with
+the same Rust steps and draws as the binary layout.
 """
 
+import json
 import os
+import pickle
 
-__all__ = ["CIFAR10", "CelebA", "DigiFace1M", "ImageFolder", "Pack", "CelebADigiFace", "Concat"]
+import numpy as np
+
+__all__ = ["CIFAR10", "CIFAR100", "CelebA", "DigiFace1M", "ImageFolder", "Pack", "CelebADigiFace",
+           "Concat"]
+
+
+def _refuse_download(download, what, layout):
+    if download:
+        raise ValueError(f"download=True: adapt downloads nothing. Put {what} under root as {layout} "
+                         "(its own download, or `python -m adapt gen` for synthetic data in the same "
+                         "layout) and pass download=False")
 
 
 class _Spec:
     kind = ""
+    _python_backed = False
 
     def __init__(self, root, *, resize=None):
         self.root = os.fspath(root)
         self.resize = resize
+        self._opened = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_opened"] = None  # reopened where it is used (a worker process)
+        return state
+
+    def _data(self):
+        if self._opened is None:
+            from ._adapt import Data
+
+            self._opened = Data(json.dumps({"dataset": self._spec(), "transforms": None,
+                                            "output": "f32", "exact_decode": False}))
+        return self._opened
+
+    def __len__(self):
+        return len(self._data())
+
+    def __getitem__(self, index):
+        n = len(self)
+        if not isinstance(index, (int, np.integer)):
+            raise TypeError(f"dataset indices must be integers, not {type(index).__name__}")
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"index {index} is out of range for a dataset of {n}")
+        return self._data().get(int(index))
+
+    @property
+    def classes(self):
+        names = self._data().classes()
+        if names is None:
+            raise AttributeError(f"{type(self).__name__} has no class names (its labels are numbers)")
+        return names
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self.classes)}
+
+    @property
+    def targets(self):
+        """Every sample's label (read apart from the pixels where the format
+        keeps labels apart: CIFAR-10, image folders)."""
+        return self._data().labels()
 
     def _spec(self):
         return {
@@ -32,12 +99,81 @@ class _Spec:
         return f"{type(self).__name__}({self.root!r})"
 
 
+def _pickle_folder(root, name, first):
+    """The folder of a torchvision pickle download under (or at) `root`."""
+    for d in (os.path.join(root, name), root):
+        if os.path.isfile(os.path.join(d, first)):
+            return d
+    return None
+
+
+def _load_pickle(path):
+    with open(path, "rb") as f:
+        return pickle.load(f, encoding="latin1")
+
+
+class _Pickled:
+    """CIFAR held in memory from torchvision's pickles: a Python map-style
+    dataset of (HWC u8 image, label), which adapt.DataLoader batches with
+    the Rust steps (`transform=None`: the dataset's usual normalisation, as
+    for the binary layout)."""
+
+    _python_backed = True
+
+    def _load(self, folder, files, label_key, meta, names_key):
+        data, labels = [], []
+        for f in files:
+            d = _load_pickle(os.path.join(folder, f))
+            data.append(np.asarray(d["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+            labels += list(d[label_key])
+        self._images = np.ascontiguousarray(np.concatenate(data).transpose(0, 2, 3, 1))
+        self._labels = [int(x) for x in labels]
+        self._classes = list(_load_pickle(os.path.join(folder, meta))[names_key])
+
+    def __len__(self):
+        return len(self._labels)
+
+    def __getitem__(self, index):
+        return self._images[index], self._labels[index]
+
+    @property
+    def classes(self):
+        return self._classes
+
+    @property
+    def class_to_idx(self):
+        return {c: i for i, c in enumerate(self._classes)}
+
+    @property
+    def targets(self):
+        return list(self._labels)
+
+    @property
+    def data(self):
+        """The images, (N, 32, 32, 3) u8, as torchvision's `.data`."""
+        return self._images
+
+
 class CIFAR10(_Spec):
-    """CIFAR-10's binary layout (`data_batch_1.bin` … `test_batch.bin`)."""
+    """CIFAR-10: the binary layout (`data_batch_1.bin` … `test_batch.bin`,
+    read in Rust) or torchvision's download (`cifar-10-batches-py/`,
+    pickles), found under `root` or at it."""
 
     kind = "cifar10"
 
-    def __init__(self, root, train=True, **kw):
+    def __new__(cls, root=None, train=True, download=False, **kw):
+        if root is None:  # unpickling
+            return super().__new__(cls)
+        _refuse_download(download, "CIFAR-10", "cifar-10-batches-py/ (torchvision's layout) or "
+                         "data_batch_1.bin … test_batch.bin (the binary version)")
+        folder = None
+        if not os.path.isfile(os.path.join(os.fspath(root), "data_batch_1.bin")):
+            folder = _pickle_folder(os.fspath(root), "cifar-10-batches-py", "data_batch_1")
+        if folder is not None and cls is CIFAR10:
+            return _PickledCIFAR10(folder, train, **kw)
+        return super().__new__(cls)
+
+    def __init__(self, root, train=True, download=False, **kw):
         super().__init__(root, **kw)
         self.train = train
 
@@ -45,6 +181,39 @@ class CIFAR10(_Spec):
         s = super()._spec()
         s["test_split"] = not self.train
         return s
+
+
+class _PickledCIFAR10(_Pickled):
+    default_transform = "normalize(cifar10)"
+
+    def __init__(self, folder, train=True, resize=None):
+        if resize is not None:
+            raise ValueError("resize= with torchvision's CIFAR-10 pickles: give the size in transform=")
+        self.root, self.train = folder, train
+        files = [f"data_batch_{k}" for k in range(1, 6)] if train else ["test_batch"]
+        self._load(folder, files, "labels", "batches.meta", "label_names")
+
+    def __repr__(self):
+        return f"CIFAR10({self.root!r}, train={self.train})"
+
+
+class CIFAR100(_Pickled):
+    """CIFAR-100 as torchvision downloads it (`cifar-100-python/`: `train`,
+    `test`, `meta`), fine labels (100 classes)."""
+
+    default_transform = "normalize(mean=(0.5071,0.4865,0.4409),std=(0.2673,0.2564,0.2762))"
+
+    def __init__(self, root, train=True, download=False):
+        _refuse_download(download, "CIFAR-100", "cifar-100-python/ (torchvision's layout)")
+        folder = _pickle_folder(os.fspath(root), "cifar-100-python", "train")
+        if folder is None:
+            raise FileNotFoundError(f"{os.fspath(root)}: no cifar-100-python/train (torchvision's "
+                                    "CIFAR-100 layout)")
+        self.root, self.train = folder, train
+        self._load(folder, ["train" if train else "test"], "fine_labels", "meta", "fine_label_names")
+
+    def __repr__(self):
+        return f"CIFAR100({self.root!r}, train={self.train})"
 
 
 class CelebA(_Spec):
@@ -64,6 +233,12 @@ class ImageFolder(_Spec):
     transform that fixes the size, or `resize=(w, h)`, for mixed sizes)."""
 
     kind = "imagefolder"
+
+    @property
+    def samples(self):
+        """(path, class index) of every image, as torchvision's ImageFolder."""
+        d = self._data()
+        return [(d.source(i), t) for i, t in enumerate(d.labels())]
 
 
 class Pack(_Spec):
@@ -90,6 +265,7 @@ class Concat(_Spec):
         self.parts = parts
         self.root = ""
         self.resize = None
+        self._opened = None
 
     def _spec(self):
         return {

@@ -18,6 +18,7 @@
 //! signal handlers, so Ctrl-C ends the epoch promptly and the loader stays
 //! usable.
 
+mod data;
 mod dlpack;
 mod plan;
 mod steps;
@@ -502,6 +503,7 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::IndexPlan>()?;
     m.add_class::<plan::EpochIndexPlan>()?;
     m.add_class::<steps::Steps>()?;
+    m.add_class::<data::Data>()?;
     m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;

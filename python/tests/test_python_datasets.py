@@ -361,3 +361,58 @@ def test_a_sample_unlike_the_first_is_named(method):
     with pytest.raises(ValueError, match=r"sample 6: sample\[0\] has shape \(3, 5, 3\)") as e:
         list(adapt.DataLoader(Ragged(), batch_size=4, num_workers=1, worker_method=method))
     assert e.value.index == 6
+
+
+def test_adapts_datasets_are_datasets(cifar, jpegs):
+    ds = adapt.datasets.CIFAR10(cifar)
+    records = CifarRecords(cifar)
+    assert len(ds) == len(records) == 600
+    image, label = ds[3]
+    assert image.shape == (32, 32, 3) and image.dtype == np.uint8 and 0 <= label < 10
+    assert ds[-1][1] == ds[len(ds) - 1][1]
+    with pytest.raises(IndexError):
+        ds[600]
+    assert len(ds.classes) == 10 and ds.class_to_idx[ds.classes[2]] == 2
+    assert ds.targets[:5] == [ds[i][1] for i in range(5)]
+    assert (image == records[3][0]).all() and label == records[3][1]
+    loader = adapt.DataLoader(ds, batch_size=100)
+    assert len(loader.dataset) == 600
+    folder = adapt.datasets.ImageFolder(jpegs)
+    assert len(folder.samples) == 24 and folder.samples[0][0].endswith(".JPEG")
+    assert folder.targets == [t for _, t in folder.samples]
+    with pytest.raises(ValueError, match="downloads nothing"):
+        adapt.datasets.CIFAR10(cifar, download=True)
+
+
+def write_torchvision_cifar(src, dst):
+    """torchvision's cifar-10-batches-py layout (pickled dicts) from the
+    binary fixture."""
+    import pickle
+
+    dst.mkdir()
+    for k in range(1, 6):
+        rec = np.fromfile(src / f"data_batch_{k}.bin", dtype=np.uint8).reshape(-1, 3073)
+        with open(dst / f"data_batch_{k}", "wb") as f:
+            pickle.dump({"batch_label": f"training batch {k} of 5", "labels": rec[:, 0].tolist(),
+                         "data": rec[:, 1:].copy(), "filenames": [f"{i}.png" for i in range(len(rec))]},
+                        f, protocol=2)
+    rec = np.fromfile(src / "test_batch.bin", dtype=np.uint8).reshape(-1, 3073)
+    with open(dst / "test_batch", "wb") as f:
+        pickle.dump({"labels": rec[:, 0].tolist(), "data": rec[:, 1:].copy()}, f, protocol=2)
+    names = (src / "batches.meta.txt").read_text().split()
+    with open(dst / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": names, "num_cases_per_batch": 10000}, f, protocol=2)
+
+
+def test_torchvisions_cifar10_download_is_read_as_it_is(cifar, tmp_path):
+    write_torchvision_cifar(cifar, tmp_path / "cifar-10-batches-py")
+    ds = adapt.datasets.CIFAR10(tmp_path)
+    binary = adapt.datasets.CIFAR10(cifar)
+    assert len(ds) == len(binary) and ds.classes == binary.classes and ds.targets == binary.targets
+    assert len(adapt.datasets.CIFAR10(tmp_path, train=False)) == len(adapt.datasets.CIFAR10(cifar, train=False))
+    for transform in (None, RECIPE):
+        a = collect(adapt.DataLoader(binary, batch_size=50, shuffle=True, seed=2, transform=transform))
+        b = collect(adapt.DataLoader(ds, batch_size=50, shuffle=True, seed=2, transform=transform,
+                                     num_workers=2))
+        assert all(x[0].tobytes() == y[0].tobytes() and (x[1] == y[1]).all() for x, y in zip(a, b))
+        assert len(a) == len(b)

@@ -101,3 +101,15 @@ def test_torchs_get_worker_info_answers_in_process_workers():
 
     got = sorted(x for b in adapt.DataLoader(Split(), batch_size=4, num_workers=2) for x in b.tolist())
     assert got == list(range(20))
+
+
+def test_adapts_datasets_work_inside_torchs_own_loader(tmp_path):
+    import subprocess
+    from conftest import xtask_binary
+    subprocess.run([xtask_binary(), "gen", "--dataset", "cifar10", "--count", "64", "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    ds = adapt.datasets.CIFAR10(tmp_path)
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, num_workers=2,
+                                         multiprocessing_context="spawn")
+    images, labels = next(iter(loader))
+    assert images.shape == (16, 32, 32, 3) and labels.tolist() == ds.targets[:16]

@@ -72,6 +72,10 @@ impl Dataset for Concat {
             Err(e) => Some(Err(e)),
         }
     }
+    fn label(&self, index: usize) -> Option<i64> {
+        let (p, i) = self.locate(index).ok()?;
+        self.parts[p].label(i)
+    }
     fn source(&self, index: usize) -> String {
         match self.locate(index) {
             Ok((p, i)) => self.parts[p].source(i),

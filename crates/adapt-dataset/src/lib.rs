@@ -148,6 +148,14 @@ pub trait Dataset: Send + Sync {
     fn num_classes(&self) -> Option<usize> {
         None
     }
+
+    /// Sample `index`'s label without reading its pixels, where the format
+    /// keeps labels apart (CIFAR-10's label byte, an image folder's class);
+    /// `None` when only reading the sample tells (or the index is out of
+    /// range).
+    fn label(&self, _index: usize) -> Option<i64> {
+        None
+    }
 }
 
 /// Reads sample `index` into `out` (owned), copying a lent sample: for
@@ -186,6 +194,7 @@ macro_rules! forward_dataset {
             fn source(&self, index: usize) -> String { (**self).source(index) }
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
             fn num_classes(&self) -> Option<usize> { (**self).num_classes() }
+            fn label(&self, index: usize) -> Option<i64> { (**self).label(index) }
         }
     )*};
 }

@@ -56,6 +56,9 @@ impl Dataset for Subset {
     fn encoded(&self, index: usize) -> Option<Result<Encoded, Error>> {
         self.inner.encoded(*self.indices.get(index)?)
     }
+    fn label(&self, index: usize) -> Option<i64> {
+        self.inner.label(*self.indices.get(index)?)
+    }
     fn source(&self, index: usize) -> String {
         self.indices.get(index).map_or_else(
             || format!("subset index {index}"),

@@ -210,6 +210,9 @@ impl Dataset for Cifar10 {
             }
         }
     }
+    fn label(&self, index: usize) -> Option<i64> {
+        self.record(index).ok().map(|(label, _)| i64::from(label))
+    }
     fn read<'a>(&'a self, index: usize, _buf: &mut Sample) -> Result<Read<'a>, Error> {
         // Lent from the file in memory: the loader collates straight from it.
         let (label, pixels) = self.record(index)?;

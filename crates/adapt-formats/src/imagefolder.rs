@@ -108,6 +108,9 @@ impl Dataset for ImageFolder {
     fn len(&self) -> usize {
         self.entries.len()
     }
+    fn label(&self, index: usize) -> Option<i64> {
+        self.entries.get(index).map(|(_, label)| *label)
+    }
     fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         check_index(index, self.entries.len())?;
         let (path, label) = &self.entries[index];

@@ -66,6 +66,9 @@ impl<D: Dataset, T: Transform> Dataset for Mapped<D, T> {
     fn prefetch(&self, index: usize) {
         self.inner.prefetch(index);
     }
+    fn label(&self, index: usize) -> Option<i64> {
+        self.inner.label(index)
+    }
     fn source(&self, index: usize) -> String {
         self.inner.source(index)
     }

@@ -30,6 +30,7 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+mod data;
 mod error;
 pub mod generate;
 mod inspect;
@@ -38,6 +39,7 @@ mod run;
 mod steps;
 mod tune;
 
+pub use data::Data;
 pub use error::{AdaptError, ErrorKind};
 pub use generate::generate;
 pub use inspect::{Inspected, inspect};

@@ -171,3 +171,53 @@ fn error_kinds_follow_what_happened() {
         Some(std::time::Duration::from_millis(2))
     );
 }
+
+/// A sample read elsewhere (a Python dataset) through `SampleSteps` gives
+/// the loader's own bytes for it; `Data` answers lengths, labels and names
+/// as the reader does.
+#[test]
+fn per_sample_steps_give_the_loaders_bytes_and_data_answers_the_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    small_cifar(dir.path(), 2);
+    let recipe = "random_crop(32,padding=4),hflip,normalize(cifar10)";
+    let pipeline = Pipeline::new(DatasetSpec::new("cifar10", dir.path()))
+        .with_transforms(recipe)
+        .unwrap();
+    let options = RunOptions {
+        batch_size: 16,
+        seed: 5,
+        ..RunOptions::default()
+    };
+    let mut run = Run::open(&pipeline, &options).unwrap();
+    run.start(3).unwrap();
+    let batch = run.batches().next().unwrap().unwrap();
+    let data = adapt::Data::open(&pipeline.dataset).unwrap();
+    assert_eq!(data.len(), 300);
+    assert_eq!(data.classes().unwrap().len(), 10);
+    let steps = adapt::SampleSteps::new(recipe, "f32", adapt::Shape::new(32, 32, 3)).unwrap();
+    let per = steps.sample_bytes();
+    let mut scratch = adapt::StepScratch::default();
+    let mut out = vec![0u8; per];
+    for (j, &index) in batch.indices().iter().enumerate() {
+        let s = data.sample(index).unwrap();
+        assert_eq!(data.label(index).unwrap(), s.label);
+        assert_eq!(batch.labels()[j], s.label);
+        let planar = s.layout == adapt::engines::dataset::Layout::Planar;
+        steps
+            .write(
+                &s.pixels,
+                s.shape,
+                planar,
+                (5, 3, index as u64),
+                &mut out,
+                &mut scratch,
+            )
+            .unwrap();
+        assert_eq!(
+            &batch.bytes()[j * per..(j + 1) * per],
+            &out[..],
+            "sample {index}"
+        );
+    }
+    assert!(adapt::SampleSteps::new("blur(3)", "f32", adapt::Shape::new(32, 32, 3)).is_err());
+}

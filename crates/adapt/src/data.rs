@@ -1,0 +1,74 @@
+//! A dataset as data, not as a loader: its length, one sample as the
+//! format's reader yields it, labels and class names — what a Python user's
+//! `len(ds)`, `ds[i]`, `ds.targets` and `ds.classes` answer.
+
+use crate::AdaptError;
+use adapt_dataset::Sample;
+use adapt_pipeline::{DatasetSpec, OpenedDataset, PipelineError};
+
+/// An opened dataset.
+pub struct Data {
+    opened: OpenedDataset,
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Data").field("len", &self.len()).finish()
+    }
+}
+
+impl Data {
+    /// Opens the dataset `spec` names (its fixed steps, `resize` included).
+    pub fn open(spec: &DatasetSpec) -> Result<Self, AdaptError> {
+        Ok(Self {
+            opened: spec.open()?,
+        })
+    }
+
+    /// Samples in the dataset.
+    pub fn len(&self) -> usize {
+        self.opened.dataset.len()
+    }
+
+    /// Whether it holds no sample.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sample `index` as the reader yields it (u8 pixels, layout, label).
+    pub fn sample(&self, index: usize) -> Result<Sample, AdaptError> {
+        let ds = &self.opened.dataset;
+        ds.get(index).map_err(|source| {
+            PipelineError::Sample {
+                index,
+                origin: ds.source(index),
+                source,
+            }
+            .into()
+        })
+    }
+
+    /// Sample `index`'s label: from the format's labels where it keeps them
+    /// apart, else by reading the sample.
+    pub fn label(&self, index: usize) -> Result<i64, AdaptError> {
+        match self.opened.dataset.label(index) {
+            Some(l) => Ok(l),
+            None => self.sample(index).map(|s| s.label),
+        }
+    }
+
+    /// Every sample's label, in order.
+    pub fn labels(&self) -> Result<Vec<i64>, AdaptError> {
+        (0..self.len()).map(|i| self.label(i)).collect()
+    }
+
+    /// Class names in label order, where the format has them.
+    pub fn classes(&self) -> Option<&[String]> {
+        self.opened.class_names.as_deref()
+    }
+
+    /// Where sample `index` comes from (file and record).
+    pub fn source(&self, index: usize) -> String {
+        self.opened.dataset.source(index)
+    }
+}
