@@ -495,7 +495,12 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
     py.detach(|| adapt::cli::main(argv, &defaults))
 }
 
-#[pymodule]
+// Free-threading: every class is frozen (immutable, its state behind a
+// Mutex) or borrow-checked by pyo3, and no global Python state is kept, so
+// importing it does not turn the GIL back on. Untested: Debian 12 has no
+// free-threaded CPython, and the abi3 wheel does not load there; a
+// version-specific build (cp313t) is what uses this.
+#[pymodule(gil_used = false)]
 fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<RawLoader>()?;
