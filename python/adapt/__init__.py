@@ -343,12 +343,36 @@ class DataLoader:
         self.output = output if transform is not None else None
 
     @classmethod
-    def from_profile(cls, path, dataset, batch_size=1, transform=None, output="f32", **kwargs):
+    def from_profile(cls, path, dataset, batch_size=1, transform=None, output="f32", strict=False,
+                     **kwargs):
         """A loader with the knobs `cargo xtask tune --profile` (or
         `adapt.tune(profile=...)`) saved for this pipeline, batch size and
-        machine; PyTorch's defaults when the profile has none."""
+        machine. Without an entry (no such file, or none for this pipeline,
+        batch size or machine) it warns, naming the reason, and uses
+        PyTorch's defaults; `strict=True` raises instead. Knobs given here
+        win; giving `num_workers` drops the profile's `prefetch_factor` and
+        `persistent_workers`, which belonged to its own worker count."""
+        path = os.fspath(path)
         pipeline = _pipeline(dataset, transform, output, kwargs.get("exact_decode", False))
-        knobs = _profile_knobs(os.fspath(path), pipeline, batch_size) or {}
+        knobs, reason = None, None
+        if not os.path.exists(path):
+            reason = f"{path}: no such profile"
+        else:
+            knobs = _profile_knobs(path, pipeline, batch_size)
+            if knobs is None:
+                reason = (f"{path} has no entry for this pipeline at batch size {batch_size} on this "
+                          "machine (tune it with adapt.tune(..., profile=path))")
+        if reason is not None:
+            if strict:
+                raise ConfigValueError(reason)
+            warnings.warn(f"{reason}: using PyTorch's defaults (num_workers=0)", UserWarning,
+                          stacklevel=2)
+            knobs = {}
+        knobs = dict(knobs)
+        if "num_workers" in kwargs:
+            for k in ("prefetch_factor", "persistent_workers"):
+                if k not in kwargs:
+                    knobs.pop(k, None)
         return cls(dataset, batch_size=batch_size, transform=transform, output=output,
                    **{**knobs, **kwargs})
 

@@ -229,8 +229,18 @@ def test_tune_returns_knobs_and_a_profile_builds_a_loader(cifar, tmp_path):
     loader = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64,
                                            transform=RECIPE)
     assert loader.num_workers == knobs["num_workers"]
-    other = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64)
-    assert other.num_workers == 0, "no entry for another pipeline: PyTorch's defaults"
+    with pytest.warns(UserWarning, match="no entry for this pipeline at batch size 64"):
+        other = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64)
+    assert other.num_workers == 0, "no entry for another pipeline: PyTorch's defaults, said"
+    with pytest.raises(adapt.ConfigError, match="batch size 32"):
+        adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=32,
+                                      transform=RECIPE, strict=True)
+    with pytest.raises(ValueError, match="no such profile"):
+        adapt.DataLoader.from_profile(tmp_path / "absent.json", adapt.datasets.CIFAR10(cifar),
+                                      strict=True)
+    one = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=64,
+                                        transform=RECIPE, num_workers=1)
+    assert one.num_workers == 1 and one.prefetch_factor is None, "the profile's prefetch was for its own workers"
 
 
 def test_autotune_keeps_the_data_settles_and_saves_to_the_profile(cifar, tmp_path):

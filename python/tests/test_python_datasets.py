@@ -416,3 +416,12 @@ def test_torchvisions_cifar10_download_is_read_as_it_is(cifar, tmp_path):
                                      num_workers=2))
         assert all(x[0].tobytes() == y[0].tobytes() and (x[1] == y[1]).all() for x, y in zip(a, b))
         assert len(a) == len(b)
+
+
+def test_breaking_out_and_iterating_again_is_the_next_epoch_on_adapts_datasets_too(cifar):
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=16, shuffle=True, seed=1)
+    first = next(iter(loader))[1].tolist()
+    second = next(iter(loader))[1].tolist()
+    assert first != second, "a new permutation on every iter(), as PyTorch"
+    loader.set_epoch(0)
+    assert next(iter(loader))[1].tolist() == first

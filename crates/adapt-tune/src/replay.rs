@@ -98,6 +98,11 @@ pub fn replay(
             "replay needs at least one seed".into(),
         ));
     }
+    if report.runs.is_empty() {
+        return Err(TuneError::Replay(
+            "the report holds no run (no batch size was tuned)".into(),
+        ));
+    }
     let mut out = Vec::new();
     for run in &report.runs {
         let costs = recorded_costs(run)?;
@@ -163,10 +168,17 @@ fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<Knobs, f64>, TuneErr
             run.batch_size
         )));
     }
-    Ok(run
+    let costs: HashMap<Knobs, f64> = run
         .grid
         .iter()
         .filter(|c| c.seconds.is_finite())
         .map(|c| (c.config, c.seconds))
-        .collect())
+        .collect();
+    if costs.is_empty() {
+        return Err(TuneError::Replay(format!(
+            "the report's grid for batch size {} records no finite time (every cost is null)",
+            run.batch_size
+        )));
+    }
+    Ok(costs)
 }

@@ -127,6 +127,7 @@ pub fn generate(
     out: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<usize, AdaptError> {
+    refuse_non_empty(out)?;
     match request.kind {
         DatasetKind::Cifar10 => adapt_synth::cifar10(out, request.cifar10(), progress)?,
         DatasetKind::CelebA => adapt_synth::celeba(out, request.celeba(), progress)?,
@@ -134,4 +135,33 @@ pub fn generate(
         DatasetKind::ImageFolder => adapt_synth::imagefolder(out, request.imagefolder(), progress)?,
     }
     Ok(request.total())
+}
+
+/// Generation writes a new or empty folder: over an existing dataset with
+/// more samples, the old extra files would stay and the result would have
+/// the old count; and a folder that is not a dataset is not ours to clear.
+fn refuse_non_empty(out: &Path) -> Result<(), AdaptError> {
+    let entries = match std::fs::read_dir(out) {
+        Ok(rd) => rd.count(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(AdaptError::Io {
+                path: out.to_owned(),
+                source,
+            });
+        }
+    };
+    if entries == 0 {
+        return Ok(());
+    }
+    Err(AdaptError::Io {
+        path: out.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "holds {entries} entries: gen writes a new or empty folder (remove this one, or \
+                 choose another --out)"
+            ),
+        ),
+    })
 }

@@ -87,5 +87,12 @@ pub fn replay(
         ))
     })?;
     let strategies = adapt_tune::replay_strategies(noise);
-    Ok(adapt_tune::replay(&report, &strategies, seeds, noise)?)
+    adapt_tune::replay(&report, &strategies, seeds, noise).map_err(|e| match e {
+        // What is wrong with the report is said with the report's name.
+        adapt_tune::TuneError::Replay(message) => io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            message,
+        )),
+        other => other.into(),
+    })
 }

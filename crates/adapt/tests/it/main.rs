@@ -221,3 +221,53 @@ fn per_sample_steps_give_the_loaders_bytes_and_data_answers_the_reader() {
     }
     assert!(adapt::SampleSteps::new("blur(3)", "f32", adapt::Shape::new(32, 32, 3)).is_err());
 }
+
+/// A report with no run, or whose costs are all null, is refused naming
+/// the file (it replayed as an empty table or a table of zeros).
+#[test]
+fn nonsense_reports_are_refused_naming_the_file() {
+    let good = include_str!("../../../../docs/reports/cifar10-2cores.json");
+    let dir = tempfile::tempdir().unwrap();
+    let mut no_runs: serde_json::Value = serde_json::from_str(good).unwrap();
+    no_runs["runs"] = serde_json::json!([]);
+    let mut nulls: serde_json::Value = serde_json::from_str(good).unwrap();
+    for run in nulls["runs"].as_array_mut().unwrap() {
+        for c in run["grid"].as_array_mut().unwrap() {
+            c["seconds"] = serde_json::Value::Null;
+        }
+    }
+    for (name, report, says) in [
+        ("no-runs.json", no_runs, "no run"),
+        ("nulls.json", nulls, "no finite time"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, report.to_string()).unwrap();
+        let err = adapt::replay(&path, 2, 0.0).unwrap_err().to_string();
+        assert!(err.contains(name) && err.contains(says), "{err}");
+    }
+    let path = dir.path().join("good.json");
+    std::fs::write(&path, good).unwrap();
+    assert!(!adapt::replay(&path, 2, 0.0).unwrap().is_empty());
+}
+
+/// Generation refuses a folder that already holds files (over a larger
+/// dataset the old extra files stayed, and the count was the old one).
+#[test]
+fn generation_refuses_a_non_empty_folder_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    small_cifar(dir.path(), 0);
+    let request = adapt::generate::Request {
+        count: Some(120),
+        ..adapt::generate::Request::new(DatasetKind::Cifar10, 0)
+    };
+    let err = adapt::generate(&request, dir.path(), &|_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&dir.path().display().to_string()) && err.contains("new or empty folder"),
+        "{err}"
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert_eq!(adapt::generate(&request, &empty, &|_| {}).unwrap(), 144);
+}
