@@ -425,3 +425,37 @@ def test_breaking_out_and_iterating_again_is_the_next_epoch_on_adapts_datasets_t
     assert first != second, "a new permutation on every iter(), as PyTorch"
     loader.set_epoch(0)
     assert next(iter(loader))[1].tolist() == first
+
+
+def test_an_image_folder_of_mixed_png_modes_batches_at_the_size_the_reader_yields(tmp_path):
+    """32x32 grey, grey+alpha, palette, RGBA and 16-bit PNGs beside RGB
+    JPEGs: every one converts to 32x32 RGB, so no resize is needed."""
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    rgb = rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)
+    cls = tmp_path / "a"
+    cls.mkdir()
+    images = {
+        "grey.png": Image.fromarray(rgb[..., 0], "L"),
+        "grey_alpha.png": Image.fromarray(rgb[..., :2].copy(), "LA"),
+        "palette.png": Image.fromarray(rgb).convert("P"),
+        "rgba.png": Image.fromarray(np.dstack([rgb, rgb[..., :1]]), "RGBA"),
+        "rgb.jpg": Image.fromarray(rgb),
+    }
+    for name, im in images.items():
+        im.save(cls / name)
+    Image.fromarray((rgb[..., 0].astype(np.uint16) * 257)).save(cls / "deep.png")
+    ds = adapt.datasets.ImageFolder(tmp_path)
+    loader = adapt.DataLoader(ds, batch_size=6, output="u8-nhwc", transform="hflip(p=0)")
+    (batch, labels), = collect(loader)
+    assert batch.shape == (6, 32, 32, 3)
+    by_name = {os.path.basename(p): i for i, (p, _) in enumerate(ds.samples)}
+    for name in ("grey.png", "grey_alpha.png", "palette.png", "rgba.png"):
+        want = np.asarray(Image.open(cls / name).convert("RGB"))
+        assert (batch[by_name[name]] == want).all(), name
+    # A later image of another size is named where it is batched.
+    Image.fromarray(rgb[:16]).save(cls / "zz_small.png")
+    with pytest.raises(adapt.SampleError, match="zz_small.png"):
+        list(adapt.DataLoader(adapt.datasets.ImageFolder(tmp_path), batch_size=7, output="u8-nhwc",
+                              transform="hflip(p=0)"))

@@ -39,6 +39,7 @@ mod error;
 mod permutation;
 mod sample;
 mod sampler;
+mod shaped;
 mod subset;
 
 pub use concat::Concat;
@@ -48,6 +49,7 @@ pub use error::Error;
 pub use permutation::{fnv1a, permutation};
 pub use sample::{Layout, Sample, SampleView, Shape};
 pub use sampler::Sampler;
+pub use shaped::Shaped;
 pub use subset::Subset;
 
 use std::sync::Arc;

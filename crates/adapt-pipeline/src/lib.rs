@@ -141,7 +141,7 @@ impl Pipeline {
     /// it receives: a crop larger than the (padded) image or a normaliser
     /// whose channel count does not match is an error naming the step.
     pub fn build(&self) -> Result<Built, PipelineError> {
-        let opened = self.dataset.open()?;
+        let mut opened = self.dataset.open()?;
         let steps = match &self.transforms {
             Some(t) => t.clone(),
             None => vec![TransformSpec::Normalize {
@@ -150,9 +150,11 @@ impl Pipeline {
                 std: opened.normalize.1.clone(),
             }],
         };
-        // Readers of images of mixed sizes produce RGB; 0×0 means "size
-        // not known until a step fixes it".
-        let shape = opened.dataset.sample_shape().unwrap_or(Shape::new(0, 0, 3));
+        let shape = batch_input_shape(&*opened.dataset, &steps)?;
+        if opened.dataset.sample_shape().is_none() && shape.height > 0 {
+            // The first sample set the size: the loader batches at it.
+            opened.dataset = Arc::new(adapt_dataset::Shaped::new(opened.dataset, shape));
+        }
         let (compose, normalize, shape) = compose_steps(&steps, shape)?;
         let (normalize, device_normalize) = match (self.output.is_u8(), normalize) {
             (true, n) => (None, n.and(normalize_values(&steps))),
@@ -252,6 +254,36 @@ pub fn compose_steps(
         ));
     }
     Ok((compose, normalize, shape))
+}
+
+/// The shape the steps start from. Readers of images of mixed sizes yield
+/// RGB of no fixed size (0×0): a step may fix it; when none does, the first
+/// sample as the reader yields it sets the size (as PyTorch's collation
+/// takes it), and a later sample of another size is an error naming its
+/// file when it is batched.
+fn batch_input_shape(
+    ds: &dyn adapt_dataset::Dataset,
+    steps: &[TransformSpec],
+) -> Result<Shape, PipelineError> {
+    if let Some(s) = ds.sample_shape() {
+        return Ok(s);
+    }
+    let unknown = Shape::new(0, 0, 3);
+    let mut shape = unknown;
+    for s in steps {
+        if let Some(t) = s.build()? {
+            shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
+        }
+    }
+    if (shape.height > 0 && shape.width > 0) || ds.is_empty() {
+        return Ok(unknown);
+    }
+    let first = ds.get(0).map_err(|source| PipelineError::Sample {
+        index: 0,
+        origin: ds.source(0),
+        source,
+    })?;
+    Ok(first.shape)
 }
 
 fn normalize_values(steps: &[TransformSpec]) -> Option<(Vec<f32>, Vec<f32>)> {
