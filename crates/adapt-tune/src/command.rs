@@ -5,6 +5,8 @@ use crate::{KnobSpace, Knobs};
 use adapt_search::{Config, Objective, TrialError};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// The default per-trial limit: one hour (a trial longer than that is a
@@ -27,7 +29,8 @@ pub const PLACEHOLDERS: [&str; 4] = [
 /// Each trial runs in its own process group, with a time limit (past it the
 /// whole group is killed and the trial fails), and its output is drained
 /// and only the tail kept (a program printing gigabytes cannot exhaust the
-/// tuner's memory).
+/// tuner's memory). SIGTERM, SIGINT or SIGHUP to the tuner during a trial
+/// ends the trial's group first, then the tuner, as the signal would.
 pub struct CommandObjective {
     template: String,
     timeout: Duration,
@@ -102,6 +105,7 @@ impl CommandObjective {
 
     fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
+        let watch = SignalWatch::new();
         let start = Instant::now();
         // Its own process group, so a time-out ends the whole tree (the
         // shell, the interpreter, its data-loader workers).
@@ -131,6 +135,9 @@ impl CommandObjective {
         .map(|r| std::thread::spawn(move || tail_of(r)))
         .collect();
         let status = loop {
+            if let Some(sig) = watch.received() {
+                return Err(end_by_signal(&mut child, watch, sig));
+            }
             match child.try_wait() {
                 Ok(Some(status)) => break Ok(status),
                 Ok(None) if start.elapsed() >= self.timeout => break Err(()),
@@ -169,6 +176,62 @@ impl CommandObjective {
             .into()),
         }
     }
+}
+
+/// The signals that end a tuner (`kill`, Ctrl-C, a closed terminal). While
+/// a trial runs they are caught: the trial's process group is ended first,
+/// then the tuner ends as the signal would have ended it, so no trial
+/// outlives the tuner.
+const ENDING: [i32; 3] = [
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGHUP,
+];
+
+/// Catches the ending signals for as long as it lives.
+struct SignalWatch {
+    ids: Vec<signal_hook::SigId>,
+    got: Arc<AtomicUsize>,
+}
+
+impl SignalWatch {
+    fn new() -> Self {
+        let got = Arc::new(AtomicUsize::new(0));
+        // A signal that cannot be caught here keeps its default action.
+        let ids = ENDING
+            .iter()
+            .filter_map(|&sig| {
+                signal_hook::flag::register_usize(sig, Arc::clone(&got), sig as usize).ok()
+            })
+            .collect();
+        Self { ids, got }
+    }
+
+    /// The ending signal received, if one was.
+    fn received(&self) -> Option<i32> {
+        match self.got.load(Ordering::SeqCst) {
+            0 => None,
+            sig => i32::try_from(sig).ok(),
+        }
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// Ends the trial's group, then the tuner, as signal `sig` would have.
+fn end_by_signal(child: &mut std::process::Child, watch: SignalWatch, sig: i32) -> TrialError {
+    kill_group(child);
+    let _ = child.wait();
+    drop(watch);
+    // Returns only where the default action is to carry on.
+    let _ = signal_hook::low_level::emulate_default_handler(sig);
+    format!("the tuner received signal {sig}; the trial was ended").into()
 }
 
 /// Bytes of a trial's output kept for its error message.

@@ -355,3 +355,75 @@ fn a_pack_in_an_s3_store_is_written_verified_and_loaded_like_a_local_one() {
     let (ok, _, err) = s3(&["load", "--dataset", "cifar10", "--path", "s3://data/cifar"]);
     assert!(!ok && err.contains("only packs"), "{err}");
 }
+
+/// The pids whose command line holds `marker`.
+fn pids_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
+}
+
+/// Whether `pid` is running (gone, or a zombie awaiting its reaper, is not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// #26 item 3: a signal to the tuner ends the trial's process group before
+/// the tuner exits; no trial command outlives it.
+#[test]
+fn a_signal_to_the_tuner_ends_its_trial_first() {
+    for signal in ["TERM", "INT", "HUP"] {
+        let marker = format!("adapt-signal-test-{signal}-{}", std::process::id());
+        let mut tuner = Command::new(XTASK)
+            .args([
+                "tune",
+                "--command",
+                &format!("sleep 300; echo {marker} {{num_workers}}"),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let trial = loop {
+            let found: Vec<u32> = pids_with(&marker)
+                .into_iter()
+                .filter(|&p| p != tuner.id())
+                .collect();
+            if let Some(&p) = found.first() {
+                break p;
+            }
+            assert!(std::time::Instant::now() < deadline, "no trial started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &tuner.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = tuner.wait().unwrap();
+        assert!(!status.success(), "{signal}: {status:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(
+            !alive(trial),
+            "{signal}: the trial's shell {trial} outlived the tuner"
+        );
+        let left: Vec<u32> = pids_with(&marker)
+            .into_iter()
+            .filter(|&p| alive(p))
+            .collect();
+        assert!(left.is_empty(), "{signal}: {left:?} outlived the tuner");
+    }
+}
