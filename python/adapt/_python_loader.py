@@ -13,12 +13,10 @@ released: one copy per byte and nothing pickled. Anything else goes through
 
 import itertools
 import mmap
-import os
 import queue
 import signal
 import sys
 import threading
-import warnings
 import weakref
 
 import numpy as np
@@ -258,12 +256,12 @@ class PythonLoader:
             return
         if self.steps_text is not None:
             self._layout = self._steps_layout(sample, first_index)
-            self._slots = _Slots(self._layout.nbytes, shared=self.worker_method == "process" and self.num_workers > 0)
-            return
-        tree = _workers.describe(sample)
-        if tree is not None:
-            self._layout = _workers.Layout(tree, self.batch_size)
-            self._slots = _Slots(self._layout.nbytes, shared=self.worker_method == "process" and self.num_workers > 0)
+        else:
+            tree = _workers.describe(sample)
+            self._layout = None if tree is None else _workers.Layout(tree, self.batch_size)
+        if self._layout is not None:
+            shared = self.worker_method == "process" and self.num_workers > 0
+            self._slots = _Slots(self._layout.nbytes, shared=shared)
 
     def _steps_layout(self, sample, index):
         """adapt's steps for samples like the first: built for any size when
@@ -348,23 +346,22 @@ class PythonLoader:
 
     def _iterate_map(self, epoch, batches, skip):
         if self.num_workers == 0:
+            # The main process loads: one worker state for the epoch (its
+            # steps built once), global generators put back after each batch.
+            worker = _workers.Worker(0, self._job(), None, None, process=False, reseed=True)
             for k, indices in enumerate(batches):
                 with _workers.GlobalRngs():
-                    item = self._inline_batch(epoch, indices)
+                    item = self._inline_batch(worker, epoch, indices)
                 self._current[1] = skip + k + 1
                 yield self._finish(item)
             return
         yield from self._run_pool(epoch, batches, skip)
 
-    def _inline_batch(self, epoch, indices):
-        worker = _workers.Worker(0, self._job(), None, None, process=False, reseed=True)
+    def _inline_batch(self, worker, epoch, indices):
         slot = self._slots.describe(self._slots.take()) if self._layout is not None else None
-        _workers._local.info = None
-        gen, bno, status, payload = worker.batch(0, epoch, 0, indices, slot)
-        if status == "err":
-            if slot is not None:
-                self._slots.release(slot[0])
-            raise payload.exception(SampleError).with_traceback(None)
+        _, _, status, payload = worker.batch(0, epoch, 0, indices, slot)
+        if status == "err" and slot is not None:
+            self._slots.release(slot[0])
         return (status, payload)
 
     def _run_pool(self, epoch, batches, skip):

@@ -6,7 +6,6 @@ test_torch.py)."""
 import os
 import signal
 import time
-import warnings
 
 import numpy as np
 import pytest

@@ -1,9 +1,38 @@
-//! Collation of one sample into its place in a batch: normalised f32 CHW
-//! or u8 CHW / HWC, reading through the crops and flips deferred to it.
+//! One sample's way into its place in a batch: the pipeline's steps on the
+//! sample just read (crops and flips of a lent sample planned to be read
+//! through while collating), then collation as normalised f32 CHW or u8
+//! CHW / HWC. The loader's workers and adapt's steps over samples read
+//! elsewhere (a Python dataset) both take it.
 
 use crate::OutputFormat;
-use adapt_dataset::{Error, SampleView, Shape};
-use adapt_transform::{Geometry, Normalize};
+use adapt_dataset::{Error, Read, Sample, SampleView, Shape};
+use adapt_transform::{Compose, Geometry, Normalize, SampleRng, Scratch};
+
+/// Runs `transforms` on a sample just read (`read`: lent from where it
+/// lives, or filled into `sample`), drawing from `rng`. A lent sample whose
+/// steps are all crops and flips stays where it is, the steps planned as a
+/// geometry that collation reads through (each byte copied once, into the
+/// batch); otherwise it is copied into `sample` and the steps run, a
+/// trailing run of crops and flips deferred the same way.
+pub fn transform_read<'a, 't>(
+    transforms: &'t Compose,
+    read: Read<'a>,
+    rng: SampleRng,
+    sample: &'a mut Sample,
+    scratch: &mut Scratch,
+) -> Result<(SampleView<'a>, Option<Geometry<'t>>), Error> {
+    scratch.rng = rng.clone();
+    if let Read::Lent(v) = read {
+        if let Some(g) = transforms.plan(v.shape, scratch)? {
+            return Ok((v, Some(g)));
+        }
+        sample.copy_from(v);
+    }
+    // The planning's draws are discarded: the steps draw again from the start.
+    scratch.rng = rng;
+    let g = transforms.apply_deferring(sample, scratch)?;
+    Ok((sample.view(), g))
+}
 
 /// Writes `view` (through `geometry`, when crops and flips were deferred)
 /// into `out`, its bytes in the batch, as `output` lays batches out; the

@@ -57,7 +57,7 @@ mod sampler;
 mod worker;
 
 pub use batch::Batch;
-pub use collate::collate_sample;
+pub use collate::{collate_sample, transform_read};
 pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;

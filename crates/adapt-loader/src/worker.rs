@@ -2,7 +2,7 @@
 
 use crate::pool::BatchPool;
 use crate::{Batch, ErrorPolicy, LoaderError, OutputFormat};
-use adapt_dataset::{Dataset, Read, Sample, Shape};
+use adapt_dataset::{Dataset, Sample, Shape};
 use adapt_transform::{Compose, Normalize, SampleRng, Scratch};
 use crossbeam_channel::{Receiver, Sender};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -173,30 +173,13 @@ fn read_one(
         return collate(ctx, state.sample.view(), g, &mut state.row, out);
     }
     let read = ctx.dataset.read(index, &mut state.sample)?;
-    let (view, geometry) = match (&ctx.transforms, read) {
-        (None, read) => (read.view(&state.sample), None),
-        (Some(t), read) => {
+    let (view, geometry) = match &ctx.transforms {
+        None => (read.view(&state.sample), None),
+        Some(t) => {
             // The draws depend only on (seed, epoch, sample): never on the
             // worker, the batch or the rank.
             let rng = SampleRng::new(ctx.seed, epoch, ctx.dataset.draw_key(index));
-            state.scratch.rng = rng.clone();
-            // Crops and flips are read through while collating: each byte
-            // is then copied once, from where it lives into the batch.
-            let planned = match read {
-                Read::Lent(v) => t.plan(v.shape, &mut state.scratch)?.map(|g| (v, g)),
-                Read::Filled => None,
-            };
-            match (planned, read) {
-                (Some((v, g)), _) => (v, Some(g)),
-                (None, read) => {
-                    if let Read::Lent(v) = read {
-                        state.sample.copy_from(v);
-                    }
-                    state.scratch.rng = rng;
-                    let g = t.apply_deferring(&mut state.sample, &mut state.scratch)?;
-                    (state.sample.view(), g)
-                }
-            }
+            crate::transform_read(t, read, rng, &mut state.sample, &mut state.scratch)?
         }
     };
     collate(ctx, view, geometry, &mut state.row, out)

@@ -156,12 +156,8 @@ impl Transform for Compose {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::ramp_hwc;
     use crate::{Crop, CropBox, RandomCrop, RandomFlip, Resize, SampleRng};
-
-    fn ramp(h: u32, w: u32, c: u32) -> Sample {
-        let n = (h * w * c) as usize;
-        Sample::hwc((0..n).map(|i| (i % 251) as u8).collect(), h, w, c, 0).unwrap()
-    }
 
     #[test]
     fn compose_runs_in_order() {
@@ -172,7 +168,7 @@ mod tests {
             t.output_shape(Shape::new(6, 6, 3)).unwrap(),
             Shape::new(2, 2, 3)
         );
-        let mut s = ramp(6, 6, 3);
+        let mut s = ramp_hwc(6, 6, 3);
         t.apply(&mut s, &mut Scratch::default()).unwrap();
         assert_eq!(s.shape, Shape::new(2, 2, 3));
     }

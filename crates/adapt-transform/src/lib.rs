@@ -22,7 +22,7 @@
 //! assert!(out.iter().all(|&v| v == 1.0));
 //! ```
 
-// Module order: rng → scratch → pixels → geometry → step → steps → decode →
+// Module order: testing → rng → scratch → pixels → geometry → step → steps → decode →
 // compose → collate → mapped. Each uses only those before it (checked by
 // xtask's tidy test).
 mod collate;
@@ -35,6 +35,8 @@ mod rng;
 mod scratch;
 mod step;
 mod steps;
+#[cfg(test)]
+mod testing;
 
 pub use collate::{Normalize, write_u8};
 pub use compose::Compose;

@@ -238,17 +238,7 @@ pub(crate) fn scale_of(decoded: Shape, full: (u32, u32)) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ramp(h: u32, w: u32, c: u32, layout: Layout) -> Sample {
-        let n = (h * w * c) as usize;
-        Sample::with_layout(
-            (0..n).map(|i| (i % 251) as u8).collect(),
-            Shape::new(h, w, c),
-            layout,
-            0,
-        )
-        .unwrap()
-    }
+    use crate::testing::ramp;
 
     /// The reference: pad by `mode` into a full image, then crop.
     fn naive_window(

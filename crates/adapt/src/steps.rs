@@ -5,8 +5,8 @@
 //! the user's decoding is followed by the same Rust steps the loader runs.
 
 use crate::AdaptError;
-use adapt_dataset::{Layout, Sample, SampleView, Shape};
-use adapt_loader::{OutputFormat, collate_sample};
+use adapt_dataset::{Layout, Read, Sample, SampleView, Shape};
+use adapt_loader::{OutputFormat, collate_sample, transform_read};
 use adapt_pipeline::{PipelineError, TransformSpec, compose_steps, parse_transforms};
 use adapt_transform::{Compose, Normalize, SampleRng, Scratch};
 
@@ -98,26 +98,16 @@ impl SampleSteps {
             label: 0,
         };
         view.validate().map_err(|e| sample_error(key, e))?;
+        // The loader's own path: the caller's array is a lent sample.
         let rng = SampleRng::new(seed, epoch, key);
-        buf.scratch.rng = rng.clone();
-        // As the loader: crops and flips are read through while collating,
-        // each byte copied once, from the caller's array into the batch.
-        let planned = self
-            .compose
-            .plan(view.shape, &mut buf.scratch)
-            .map_err(|e| sample_error(key, e))?;
-        let (view, geometry) = match planned {
-            Some(g) => (view, Some(g)),
-            None => {
-                buf.sample.copy_from(view);
-                buf.scratch.rng = rng;
-                let g = self
-                    .compose
-                    .apply_deferring(&mut buf.sample, &mut buf.scratch)
-                    .map_err(|e| sample_error(key, e))?;
-                (buf.sample.view(), g)
-            }
-        };
+        let (view, geometry) = transform_read(
+            &self.compose,
+            Read::Lent(view),
+            rng,
+            &mut buf.sample,
+            &mut buf.scratch,
+        )
+        .map_err(|e| sample_error(key, e))?;
         let (output, normalize, shape) = (self.output, &self.normalize, self.shape);
         collate_sample(output, normalize, shape, view, geometry, &mut buf.row, out)
             .map_err(|e| sample_error(key, e))?;

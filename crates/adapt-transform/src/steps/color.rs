@@ -180,17 +180,7 @@ impl Transform for ColorJitter {
 mod tests {
     use super::*;
     use crate::Layout;
-
-    fn ramp(h: u32, w: u32, c: u32, layout: Layout) -> Sample {
-        let n = (h * w * c) as usize;
-        Sample::with_layout(
-            (0..n).map(|i| (i % 251) as u8).collect(),
-            Shape::new(h, w, c),
-            layout,
-            0,
-        )
-        .unwrap()
-    }
+    use crate::testing::ramp;
 
     #[test]
     fn to_rgb_drops_alpha_and_replicates_grey() {

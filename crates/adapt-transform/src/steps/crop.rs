@@ -224,23 +224,8 @@ impl Transform for CenterCrop {
 mod tests {
     use super::*;
     use crate::Layout;
+    use crate::testing::{ramp, ramp_hwc};
     use proptest::prelude::*;
-
-    fn ramp_in(h: u32, w: u32, c: u32, layout: Layout) -> Sample {
-        let n = (h * w * c) as usize;
-        Sample::with_layout(
-            (0..n).map(|i| (i % 251) as u8).collect(),
-            Shape::new(h, w, c),
-            layout,
-            0,
-        )
-        .unwrap()
-    }
-
-    fn ramp(h: u32, w: u32, c: u32) -> Sample {
-        let n = (h * w * c) as usize;
-        Sample::hwc((0..n).map(|i| (i % 251) as u8).collect(), h, w, c, 0).unwrap()
-    }
 
     #[test]
     fn center_crop_offsets_follow_torchvision() {
@@ -254,7 +239,7 @@ mod tests {
             -1,
             "smaller images are padded (7 - 4) / 2 before"
         );
-        let mut s = ramp_in(4, 5, 1, Layout::Interleaved);
+        let mut s = ramp(4, 5, 1, Layout::Interleaved);
         CenterCrop {
             height: 2,
             width: 3,
@@ -262,7 +247,7 @@ mod tests {
         .apply(&mut s, &mut Scratch::default())
         .unwrap();
         assert_eq!(s.pixels, vec![6, 7, 8, 11, 12, 13]);
-        let mut small = ramp_in(2, 2, 1, Layout::Interleaved);
+        let mut small = ramp(2, 2, 1, Layout::Interleaved);
         CenterCrop {
             height: 4,
             width: 4,
@@ -324,7 +309,7 @@ mod tests {
         assert!(t.output_shape(Shape::new(32, 32, 3)).is_err());
         assert!(
             t.apply(
-                &mut ramp_in(32, 32, 3, Layout::Planar),
+                &mut ramp(32, 32, 3, Layout::Planar),
                 &mut Scratch::default()
             )
             .is_err()
@@ -342,7 +327,7 @@ mod tests {
 
     #[test]
     fn crop_matches_pil_box_semantics() {
-        let mut s = ramp(4, 5, 1);
+        let mut s = ramp_hwc(4, 5, 1);
         Crop(CropBox::new(1, 2, 4, 4))
             .apply(&mut s, &mut Scratch::default())
             .unwrap();
@@ -353,7 +338,7 @@ mod tests {
 
     #[test]
     fn crop_outside_is_an_error() {
-        let mut s = ramp(4, 5, 3);
+        let mut s = ramp_hwc(4, 5, 3);
         let err = Crop(CropBox::new(0, 0, 6, 4))
             .apply(&mut s, &mut Scratch::default())
             .unwrap_err();
@@ -379,7 +364,7 @@ mod tests {
             let (left, right) = (a.min(b) % w, (a.max(b) % w) + 1);
             let (top, bottom) = (d.min(e) % h, (d.max(e) % h) + 1);
             prop_assume!(left < right && top < bottom);
-            let s = ramp(h, w, c);
+            let s = ramp_hwc(h, w, c);
             let mut naive = Vec::new();
             for y in top..bottom {
                 for x in left..right {

@@ -208,6 +208,13 @@ impl RandomResizedCrop {
     }
 }
 
+/// The full (width, height) of an encoded image, from its header; `None`
+/// when it has none to reduce from.
+fn full_size(enc: &Encoded, dec: &dyn ScaledDecode) -> Result<Option<(u32, u32)>, Error> {
+    let (w, h) = dec.dimensions(&enc.bytes)?;
+    Ok((w > 0 && h > 0).then_some((w, h)))
+}
+
 impl Transform for RandomResizedCrop {
     fn decode_reduced(
         &self,
@@ -216,10 +223,9 @@ impl Transform for RandomResizedCrop {
         sample: &mut Sample,
         scratch: &mut Scratch,
     ) -> Result<bool, Error> {
-        let (w, h) = dec.dimensions(&enc.bytes)?;
-        if w == 0 || h == 0 {
+        let Some((w, h)) = full_size(enc, dec)? else {
             return Ok(false);
-        }
+        };
         // Drawn on the full image, as `apply` draws: the reduced decode
         // changes the resampling, never the region.
         let region = self.region(h, w, &mut scratch.rng);
@@ -285,10 +291,9 @@ impl Transform for ResizeShorter {
         sample: &mut Sample,
         scratch: &mut Scratch,
     ) -> Result<bool, Error> {
-        let (w, h) = dec.dimensions(&enc.bytes)?;
-        if w == 0 || h == 0 {
+        let Some((w, h)) = full_size(enc, dec)? else {
             return Ok(false);
-        }
+        };
         let (oh, ow) = self.size_for(h, w);
         dec.decode(&enc.bytes, Some((ow, oh)), sample)?;
         let s = sample.shape;
