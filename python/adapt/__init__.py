@@ -35,12 +35,13 @@ from ._adapt import (
     RawLoader as _RawLoader,
     launch_from_env as _launch_from_env,
     parse_transform as _parse_transform,
+    plot as _plot,
     profile_knobs as _profile_knobs,
     tune as _tune,
 )
 
 __all__ = [
-    "DataLoader", "datasets", "tune", "launch_from_env", "get_worker_info", "sample_rng",
+    "DataLoader", "datasets", "tune", "plot", "launch_from_env", "get_worker_info", "sample_rng",
     "default_collate", "AdaptError", "BatchData",
     "CheckpointError", "ConfigError", "ConfigValueError", "ConfigTypeError", "DataError", "LoaderTimeout", "SampleError", "WorkerError",
 ]
@@ -495,29 +496,92 @@ def _warn_like_pytorch(num_workers, pin_memory):
 
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,
          retune=False, budget_bytes=None, trial_samples=16384, final_repeats=5, plain=False, seed=0,
-         exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None):
+         exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None, space="machine",
+         progress=True):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there
     for DataLoader.from_profile. Trials are sized to about `trial_seconds`
     (None: `trial_samples` as given); `noise_repeats` trials measure the
     noise first; `step_ms` is a consumer's time per batch, and the report's
     `cheapest` is the fewest-threads configuration within the noise of the
-    best. The whole report is in `tune.last_report`."""
+    best. `space` is "machine" (num_workers 0 … 2 × cores) or "paper".
+    `progress`: True prints a line per trial to stderr (configuration,
+    seconds, best so far, time left where known), False is silent, a
+    callable gets each line. The whole report is in `tune.last_report`."""
     if isinstance(batch_size, int):
         batch_size = (batch_size,)
     pipeline = _pipeline(dataset, transform, output, exact_decode)
-    text = _tune(pipeline, list(batch_size), strategy, os.fspath(profile) if profile else None, retune,
-                 budget_bytes, trial_samples, final_repeats, plain, seed, trial_seconds, noise_repeats,
-                 step_ms)
+    options = dict(batch_sizes=list(batch_size), strategy=strategy, space=space,
+                   profile=os.fspath(profile) if profile else None, retune=retune,
+                   budget_bytes=budget_bytes, trial_samples=trial_samples,
+                   final_repeats=final_repeats, plain=plain, seed=seed, trial_seconds=trial_seconds,
+                   noise_repeats=noise_repeats, step_ms=step_ms)
+    with _progress_printer(progress) as show:
+        text = _tune(pipeline, options, show)
     report = json.loads(text)
     tune.last_report = report
+    return _picks(report)
+
+
+def _picks(report):
+    """{batch_size: DataLoader kwargs} of a report's picks."""
     picks = {}
     for run in report["runs"]:
         k = dict(run["adapt"]["config"])
         if k.get("num_workers", 0) == 0:
             k["prefetch_factor"] = None
+            k["persistent_workers"] = False
         picks[run["batch_size"]] = k
     return picks
+
+
+class _progress_printer:
+    """What `progress=` asks for, as a callable for the tuner (None when
+    silent). On a terminal each line replaces the last; elsewhere (a log,
+    a notebook's captured stderr) every line is printed."""
+
+    def __init__(self, progress):
+        import sys
+
+        self.stream = sys.stderr
+        self.live = False
+        if progress is True:
+            self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
+            self.callback = self._print
+        elif progress is False or progress is None:
+            self.callback = None
+        elif callable(progress):
+            self.callback = progress
+        else:
+            raise ConfigTypeError(f"progress must be True, False or a callable, not {progress!r}")
+
+    def _print(self, line):
+        if self.live:
+            import shutil
+
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            self.stream.write("\r" + line[:width].ljust(width))
+        else:
+            self.stream.write(f"adapt: {line}\n")
+        self.stream.flush()
+
+    def __enter__(self):
+        return self.callback
+
+    def __exit__(self, *exc):
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
+        return False
+
+
+def plot(report, path):
+    """Writes the SVG plot of a tuning report (`tune.last_report`, or the
+    JSON `cargo xtask tune --json` wrote, as a dict or a path) to `path`."""
+    if isinstance(report, (str, os.PathLike)) and os.path.exists(report):
+        with open(report) as f:
+            report = json.load(f)
+    _plot(json.dumps(report), os.fspath(path))
 
 
 tune.last_report = None

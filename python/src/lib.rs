@@ -22,10 +22,10 @@ mod data;
 mod dlpack;
 mod plan;
 mod steps;
+mod tune;
 
 use adapt::{
     AdaptError as Error, Batch, Distributed, ErrorKind, LoaderState, Pipeline, Run, RunOptions,
-    TuneOptions,
 };
 use numpy::ndarray::ArrayView4;
 use numpy::{PyArray1, PyArray4};
@@ -403,85 +403,6 @@ fn parse_transform(text: &str) -> PyResult<String> {
         .map_err(|e| py_error(e.into()))
 }
 
-/// Runs the tuner on a pipeline (its dataset, steps and output) and returns
-/// the report as JSON text.
-#[pyfunction]
-#[pyo3(signature = (pipeline_json, batch_sizes, strategy="avl", profile=None, retune=false, budget_bytes=None, trial_samples=16384, final_repeats=5, plain=false, seed=0, trial_seconds=Some(1.0), noise_repeats=5, step_ms=None))]
-#[allow(clippy::too_many_arguments)]
-fn tune(
-    py: Python<'_>,
-    pipeline_json: &str,
-    batch_sizes: Vec<usize>,
-    strategy: &str,
-    profile: Option<std::path::PathBuf>,
-    retune: bool,
-    budget_bytes: Option<u64>,
-    trial_samples: usize,
-    final_repeats: usize,
-    plain: bool,
-    seed: u64,
-    trial_seconds: Option<f64>,
-    noise_repeats: usize,
-    step_ms: Option<f64>,
-) -> PyResult<String> {
-    let options = TuneOptions {
-        pipeline: pipeline(pipeline_json)?,
-        batch_sizes,
-        strategy: strategy
-            .parse()
-            .map_err(|e: adapt::engines::tune::TuneError| py_error(e.into()))?,
-        budget_bytes,
-        trial: adapt::TrialSpec {
-            samples: trial_samples,
-            seed,
-            ..adapt::TrialSpec::default()
-        },
-        avl: if plain {
-            adapt::AvlOptions::plain()
-        } else {
-            TuneOptions::REFINED_AVL
-        },
-        final_repeats,
-        profile,
-        retune,
-        trial_seconds: trial_seconds.filter(|t| *t > 0.0),
-        noise_repeats,
-        train_step: adapt::step_from_ms(step_ms).map_err(py_error)?,
-        ..TuneOptions::default()
-    };
-    let report = py
-        .detach(|| adapt::tune(&options, &|_| {}))
-        .map_err(py_error)?;
-    serde_json::to_string(&report).map_err(|e| AdaptError::new_err(e.to_string()))
-}
-
-/// The knobs a profile holds for this pipeline and batch size on this
-/// machine, or None.
-#[pyfunction]
-fn profile_knobs(
-    py: Python<'_>,
-    path: std::path::PathBuf,
-    pipeline_json: &str,
-    batch_size: usize,
-) -> PyResult<Option<Py<PyDict>>> {
-    let pipeline = pipeline(pipeline_json)?;
-    let found = py
-        .detach(|| adapt::profile_knobs(&path, &pipeline, batch_size))
-        .map_err(py_error)?;
-    let Some(k) = found else {
-        return Ok(None);
-    };
-    let d = PyDict::new(py);
-    d.set_item("num_workers", k.num_workers)?;
-    d.set_item(
-        "prefetch_factor",
-        (k.num_workers > 0).then_some(k.prefetch_factor),
-    )?;
-    d.set_item("pin_memory", k.pin_memory)?;
-    d.set_item("persistent_workers", k.persistent_workers)?;
-    Ok(Some(d.unbind()))
-}
-
 /// The command line (`python -m adapt`, the `adapt` script): the verbs and
 /// flags of `cargo xtask`'s `gen`, `inspect`, `load`, `shard` and `tune`,
 /// run by the same Rust code. `argv` starts with the program's name;
@@ -511,8 +432,7 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<data::Data>()?;
     m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
-    m.add_function(wrap_pyfunction!(tune, m)?)?;
-    m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
+    tune::add_functions(m)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("AdaptError", py.get_type::<AdaptError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;

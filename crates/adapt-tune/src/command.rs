@@ -14,11 +14,16 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The placeholders a command template may use; it must use one at least.
-pub const PLACEHOLDERS: [&str; 4] = [
+/// `{kwargs}` is the four as a JSON object of `torch.utils.data.DataLoader`
+/// keyword arguments (`prefetch_factor` null and `persistent_workers`
+/// false without workers, as PyTorch requires), for
+/// `DataLoader(ds, **json.loads(sys.argv[1]))`.
+pub const PLACEHOLDERS: [&str; 5] = [
     "{num_workers}",
     "{prefetch_factor}",
     "{pin_memory}",
     "{persistent_workers}",
+    "{kwargs}",
 ];
 
 /// Runs `sh -c TEMPLATE` with `{num_workers}`, `{prefetch_factor}`,
@@ -79,21 +84,27 @@ impl CommandObjective {
         }
     }
 
-    /// The command line for some knobs (PyTorch spelling of booleans).
+    /// The command line for some knobs: integers as digits (the prefetch
+    /// factor is 2, PyTorch's default, without workers, so `int()` always
+    /// reads it), booleans in PyTorch's spelling, `{kwargs}` as JSON.
     pub fn command_line(&self, k: &Knobs) -> String {
         let py = |b: bool| if b { "True" } else { "False" };
+        let workers = k.num_workers > 0;
+        let kwargs = serde_json::json!({
+            "num_workers": k.num_workers,
+            "prefetch_factor": workers.then_some(k.prefetch_factor),
+            "pin_memory": k.pin_memory,
+            "persistent_workers": workers && k.persistent_workers,
+        });
         self.template
             .replace("{num_workers}", &k.num_workers.to_string())
             .replace(
                 "{prefetch_factor}",
-                &if k.num_workers == 0 {
-                    "None".into()
-                } else {
-                    k.prefetch_factor.to_string()
-                },
+                &if workers { k.prefetch_factor } else { 2 }.to_string(),
             )
             .replace("{pin_memory}", py(k.pin_memory))
-            .replace("{persistent_workers}", py(k.persistent_workers))
+            .replace("{persistent_workers}", py(workers && k.persistent_workers))
+            .replace("{kwargs}", &kwargs.to_string())
     }
 
     /// The same objective with a per-trial time limit.

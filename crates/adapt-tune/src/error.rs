@@ -29,6 +29,12 @@ pub enum TuneError {
     /// A recorded report that cannot be replayed (no grid, no batch size…).
     #[error("replay: {0}")]
     Replay(String),
+    /// One trial failed (its configuration is never picked).
+    #[error("{0}")]
+    Trial(String),
+    /// The caller ended the run (Ctrl-C during a trial of its loader).
+    #[error("tuning stopped: {0}")]
+    Stopped(String),
     /// Every configuration failed or was infeasible.
     #[error("no configuration could be measured: {0}")]
     NothingMeasured(String),

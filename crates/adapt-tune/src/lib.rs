@@ -27,6 +27,7 @@ mod replay;
 mod report;
 mod search;
 mod space;
+mod trials;
 mod tuner;
 
 pub use adapt_dataset::Subset;
@@ -41,5 +42,6 @@ pub use plot::write_svg;
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay, replay_strategies};
 pub use report::{ConfigTime, Noise, Report, RunReport, SearchCost, StrategyRecord};
-pub use space::{Budget, KnobSpace, Knobs};
+pub use space::{Budget, KnobSpace, Knobs, SpaceKind};
+pub use trials::{TrialData, TrialFailure, TrialPurpose, TrialRequest, TrialRunner, tune_trials};
 pub use tuner::{run, tune_command};

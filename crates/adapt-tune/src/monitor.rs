@@ -101,6 +101,59 @@ pub fn time_loader(
 /// ceiling (`docs/tuning.md`, "Trial length").
 pub const MIN_TRIAL_BATCHES: usize = 8;
 
+/// Sizes a trial over a dataset of `len` samples at `batch_size` so that
+/// it lasts about `seconds`, timing each length tried with `time`: a trial
+/// over twice as long is shortened first (fewer epochs down to 2, else
+/// fewer samples down to `MIN_TRIAL_BATCHES` batches), then a trial too
+/// short lengthened (more samples up to the whole dataset, then more
+/// epochs). Returns the length kept and its last time.
+pub(crate) fn size_trial(
+    mut spec: TrialSpec,
+    len: usize,
+    batch_size: usize,
+    seconds: f64,
+    time: &mut dyn FnMut(TrialSpec) -> Result<f64, TuneError>,
+) -> Result<(TrialSpec, f64), TuneError> {
+    let mut t = time(spec)?;
+    // Too long (a JPEG set at the default 16,384 samples takes seconds a
+    // trial, and a search runs a hundred of them): shorten once, to about
+    // the target, but never below MIN_TRIAL_BATCHES batches per epoch,
+    // under which the ranking of worker counts falls apart.
+    let floor = (batch_size.saturating_mul(MIN_TRIAL_BATCHES)).clamp(1, len.max(1));
+    if t > 2.0 * seconds && spec.samples > floor {
+        let mut shorter = spec;
+        let shrink = seconds * 1.2 / t.max(1e-6);
+        if shorter.epochs > 2 {
+            shorter.epochs = ((shorter.epochs as f64 * shrink).ceil() as u64).max(2);
+        } else {
+            shorter.samples = ((shorter.samples as f64 * shrink).ceil() as usize).max(floor);
+        }
+        if shorter != spec {
+            spec = shorter;
+            t = time(spec)?;
+        }
+    }
+    for _ in 0..6 {
+        if t >= seconds {
+            break;
+        }
+        // Aim 20% past the target: trial time is not quite linear.
+        let grow = (seconds / t.max(1e-6) * 1.2).min(64.0);
+        let mut longer = spec;
+        if longer.samples < len {
+            longer.samples = ((longer.samples as f64 * grow).ceil() as usize).min(len);
+        } else {
+            longer.epochs = ((longer.epochs as f64 * grow).ceil() as u64).clamp(2, 1000);
+        }
+        if longer == spec {
+            break;
+        }
+        spec = longer;
+        t = time(spec)?;
+    }
+    Ok((spec, t))
+}
+
 /// The objective the search minimises: seconds of one trial.
 pub struct LoaderObjective {
     dataset: Arc<dyn Dataset>,
@@ -162,45 +215,14 @@ impl LoaderObjective {
     /// short lengthened (more samples up to the whole dataset, then more
     /// epochs). Returns the last trial's time.
     pub fn size_by_time(&mut self, knobs: &Knobs, seconds: f64) -> Result<f64, TuneError> {
-        let mut t = self.time(knobs)?;
-        // Too long (a JPEG set at the default 16,384 samples takes seconds
-        // a trial, and a search runs a hundred of them): shorten once, to
-        // about the target, but never below MIN_TRIAL_BATCHES batches per
-        // epoch, under which the ranking of worker counts falls apart.
-        let floor = (self.base.batch_size.saturating_mul(MIN_TRIAL_BATCHES))
-            .clamp(1, self.dataset.len().max(1));
-        if t > 2.0 * seconds && self.spec.samples > floor {
-            let mut spec = self.spec;
-            let shrink = seconds * 1.2 / t.max(1e-6);
-            if spec.epochs > 2 {
-                spec.epochs = ((spec.epochs as f64 * shrink).ceil() as u64).max(2);
-            } else {
-                spec.samples = ((spec.samples as f64 * shrink).ceil() as usize).max(floor);
-            }
+        let (len, batch_size) = (self.dataset.len(), self.base.batch_size);
+        let (spec, t) = size_trial(self.spec, len, batch_size, seconds, &mut |spec| {
             if spec != self.spec {
                 self.respec(spec)?;
-                t = self.time(knobs)?;
             }
-        }
-        for _ in 0..6 {
-            if t >= seconds {
-                break;
-            }
-            // Aim 20% past the target: trial time is not quite linear.
-            let grow = (seconds / t.max(1e-6) * 1.2).min(64.0);
-            let len = self.dataset.len();
-            let mut spec = self.spec;
-            if spec.samples < len {
-                spec.samples = ((spec.samples as f64 * grow).ceil() as usize).min(len);
-            } else {
-                spec.epochs = ((spec.epochs as f64 * grow).ceil() as u64).clamp(2, 1000);
-            }
-            if spec == self.spec {
-                break;
-            }
-            self.respec(spec)?;
-            t = self.time(knobs)?;
-        }
+            self.time(knobs)
+        })?;
+        debug_assert_eq!(spec, self.spec);
         Ok(t)
     }
 

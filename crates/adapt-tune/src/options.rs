@@ -93,6 +93,8 @@ pub struct TuneOptions {
     /// first group (or whole match) finds in the program's output, its
     /// last match; `None`: the process's wall time.
     pub metric: Option<String>,
+    /// The knob space searched: sized to the machine, or the paper's.
+    pub space: crate::SpaceKind,
 }
 
 impl TuneOptions {
@@ -151,6 +153,7 @@ impl TuneOptions {
             noise_max_repeats: self.avl.noise.max_repeats,
             noise_candidates: self.avl.noise.candidates,
             train_step_ms: self.train_step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
+            space: self.space.name().into(),
         }
     }
 }
@@ -173,6 +176,7 @@ impl Default for TuneOptions {
             noise_repeats: 5,
             train_step: None,
             metric: None,
+            space: crate::SpaceKind::Machine,
         }
     }
 }

@@ -11,6 +11,20 @@ fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// `base / pick`, NaN (null in JSON) when either failed: a failed
+/// contender is no base for a speed-up.
+pub(crate) fn speedup(base: f64, pick: f64) -> f64 {
+    if base.is_finite() && pick.is_finite() {
+        base / pick
+    } else {
+        f64::NAN
+    }
+}
+
 /// A configuration and its measured time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigTime {
@@ -71,6 +85,13 @@ pub struct StrategyRecord {
     /// stand-in for a training step), 0 for none.
     #[serde(alias = "step_ms")]
     pub train_step_ms: f64,
+    /// The knob space searched: `machine` or `paper`.
+    #[serde(default = "machine_space")]
+    pub space: String,
+}
+
+fn machine_space() -> String {
+    "machine".into()
 }
 
 /// The trial-to-trial noise measured before a search.
@@ -125,9 +146,11 @@ pub struct RunReport {
     pub grid_size: usize,
     /// Configurations the memory budget pruned.
     pub pruned: usize,
-    /// `default.seconds / adapt.seconds`.
+    /// `default.seconds / adapt.seconds`; NaN (null) when either failed.
+    #[serde(deserialize_with = "null_as_nan")]
     pub speedup_vs_default: f64,
-    /// `recommended.seconds / adapt.seconds`.
+    /// `recommended.seconds / adapt.seconds`; NaN (null) when either failed.
+    #[serde(deserialize_with = "null_as_nan")]
     pub speedup_vs_recommended: f64,
     /// `adapt.seconds / optimal.seconds`, when the grid ran.
     pub adapt_over_optimal: Option<f64>,
@@ -200,9 +223,14 @@ impl Report {
     pub fn table(&self) -> String {
         let mut s = self.header();
         for r in &self.runs {
-            s += &r.table();
+            s += &r.table(self.command().is_some());
         }
         s
+    }
+
+    /// The command a `--command` run tuned.
+    fn command(&self) -> Option<&str> {
+        self.dataset.get("command").and_then(|c| c.as_str())
     }
 
     /// Machine, data and pipeline, notes, the search and the comparison.
@@ -230,23 +258,42 @@ impl Report {
                     p["output"].as_str().unwrap_or("?"),
                 );
             }
-            _ => s += &format!("dataset: {d}\n"),
+            _ => match self.command() {
+                Some(c) => {
+                    s += &format!(
+                        "tuned: the DataLoader knobs of `{c}`, substituted per trial; cost: {}\n",
+                        d.get("metric")
+                            .and_then(|m| m.as_str())
+                            .map_or("its wall time".into(), |m| format!(
+                                "the number it prints matching {m:?}"
+                            ))
+                    );
+                }
+                None => s += &format!("dataset: {d}\n"),
+            },
         }
         for n in &self.notes {
             s += &format!("note: {n}\n");
         }
         let st = &self.strategy;
         s += &format!(
-            "search: {} (AVL {}; noise policy {}; consumer step {} ms)\n",
+            "search: {} over the {} space (AVL {}; noise policy {}; consumer step {} ms)\n",
             st.search,
+            st.space,
             st.avl,
             st.policy(),
             st.train_step_ms
         );
-        s += &format!(
-            "final comparison: {} epochs of {} samples, median of {} runs\n",
-            self.final_epochs, self.final_samples, self.final_repeats
-        );
+        s += &match self.command() {
+            Some(_) => format!(
+                "final comparison: each contender run {} times, interleaved, median\n",
+                self.final_repeats
+            ),
+            None => format!(
+                "final comparison: {} epochs of {} samples, median of {} runs\n",
+                self.final_epochs, self.final_samples, self.final_repeats
+            ),
+        };
         s
     }
 }
@@ -273,13 +320,22 @@ impl StrategyRecord {
 }
 
 impl RunReport {
-    /// One batch size's part of the table.
-    fn table(&self) -> String {
-        let mut s = format!("\nbatch size {}\n", self.batch_size);
+    /// One batch size's part of the table (the command's, for a
+    /// `--command` run).
+    fn table(&self, command: bool) -> String {
+        let mut s = if command {
+            "\nthe command\n".to_owned()
+        } else {
+            format!("\nbatch size {}\n", self.batch_size)
+        };
         s += &self.noise_line();
         s += &format!("  {:<12} {:>10}  {}\n", "", "seconds", "configuration");
         let row = |name: &str, c: &ConfigTime| {
-            format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
+            if c.seconds.is_finite() {
+                format!("  {:<12} {:>10.4}  {}\n", name, c.seconds, c.config)
+            } else {
+                format!("  {:<12} {:>10}  {}\n", name, "failed", c.config)
+            }
         };
         s += &row("default", &self.default);
         s += &row("recommended", &self.recommended);
@@ -335,9 +391,24 @@ impl RunReport {
 
     /// The speed-ups and the pick's place in the grid.
     fn speedup_line(&self) -> String {
+        // A contender that failed is no base for a speed-up.
+        let vs = |base: &ConfigTime, ratio: f64, name: &str| {
+            if base.seconds.is_finite() && self.adapt.seconds.is_finite() {
+                format!("{ratio:.2}x vs {name}")
+            } else if base.seconds.is_finite() {
+                format!("none vs {name} (the pick failed)")
+            } else {
+                format!("none vs {name} (it failed)")
+            }
+        };
         let mut s = format!(
-            "  speed-up: {:.2}x vs default, {:.2}x vs recommended",
-            self.speedup_vs_default, self.speedup_vs_recommended
+            "  speed-up: {}, {}",
+            vs(&self.default, self.speedup_vs_default, "default"),
+            vs(
+                &self.recommended,
+                self.speedup_vs_recommended,
+                "recommended"
+            )
         );
         if let (Some(rank), Some(ratio)) = (self.adapt_rank, self.adapt_over_optimal) {
             s += &format!(

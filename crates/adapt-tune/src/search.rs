@@ -114,7 +114,14 @@ pub(crate) fn run_searches<O: Objective>(
         found.plain = r.best.as_ref().map(KnobSpace::knobs);
     }
     if strategy != Strategy::Avl {
-        let mut rep = Reporting::new(&mut *objective, format!("{label} grid"), progress);
+        let feasible = space
+            .space()
+            .configurations()
+            .iter()
+            .filter(|c| objective.feasible(c).is_ok())
+            .count();
+        let mut rep =
+            Reporting::new(&mut *objective, format!("{label} grid"), progress).of(feasible);
         let g = grid_search(space.space(), &mut rep);
         found.trace.extend(trace_entries("grid", &g.trace));
         found.costs.grid = Some(cost(g.trials, g.wall));
@@ -162,11 +169,16 @@ pub(crate) fn trace_entries(strategy: &str, trace: &[Trial]) -> Vec<TraceEntry> 
         .collect()
 }
 
-/// A progress-reporting wrapper around an objective.
+/// A progress-reporting wrapper around an objective: one line per trial
+/// with the configuration, its time, the best so far and, where the number
+/// of trials is known (the grid), the time left.
 struct Reporting<'a, O> {
     inner: &'a mut O,
     label: String,
     count: usize,
+    total: Option<usize>,
+    best: f64,
+    started: std::time::Instant,
     progress: Progress<'a>,
 }
 
@@ -176,7 +188,33 @@ impl<'a, O> Reporting<'a, O> {
             inner,
             label,
             count: 0,
+            total: None,
+            best: f64::INFINITY,
+            started: std::time::Instant::now(),
             progress,
+        }
+    }
+
+    /// The same, for a search of `total` trials.
+    fn of(mut self, total: usize) -> Self {
+        self.total = Some(total);
+        self
+    }
+
+    /// "best 0.41 s, 12 s in, about 30 s left".
+    fn standing(&self) -> String {
+        let spent = self.started.elapsed().as_secs_f64();
+        let best = if self.best.is_finite() {
+            format!("best {:.3} s", self.best)
+        } else {
+            "none measured yet".into()
+        };
+        match self.total {
+            Some(total) if self.count > 0 => {
+                let left = spent / self.count as f64 * total.saturating_sub(self.count) as f64;
+                format!("{best}; {spent:.0} s in, about {left:.0} s left")
+            }
+            _ => format!("{best}; {spent:.0} s in"),
         }
     }
 }
@@ -189,14 +227,19 @@ impl<O: Objective> Objective for Reporting<'_, O> {
         self.count += 1;
         let r = self.inner.measure(config);
         let shown = match &r {
-            Ok(s) => format!("{s:.4} s"),
+            Ok(s) => {
+                self.best = self.best.min(*s);
+                format!("{s:.4} s")
+            }
             Err(e) => format!("failed: {e}"),
         };
+        let of = self.total.map_or(String::new(), |t| format!("/{t}"));
         (self.progress)(&format!(
-            "{} trial {}: {} → {shown}",
+            "{} trial {}{of}: {} → {shown} ({})",
             self.label,
             self.count,
-            KnobSpace::knobs(config)
+            KnobSpace::knobs(config),
+            self.standing()
         ));
         r
     }

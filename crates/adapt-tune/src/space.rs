@@ -72,6 +72,42 @@ const NAMES: [&str; 4] = [
     "persistent_workers",
 ];
 
+/// Which knob space a tuning run searches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpaceKind {
+    /// Sized to this machine: num_workers 0 … 2 × cores.
+    #[default]
+    Machine,
+    /// The paper's: num_workers 1, 2, 4 … 64, whatever the machine.
+    Paper,
+}
+
+impl SpaceKind {
+    /// Every kind, as the command line lists them.
+    pub const ALL: [SpaceKind; 2] = [SpaceKind::Machine, SpaceKind::Paper];
+
+    /// The name written on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpaceKind::Machine => "machine",
+            SpaceKind::Paper => "paper",
+        }
+    }
+}
+
+impl std::str::FromStr for SpaceKind {
+    type Err = crate::TuneError;
+    fn from_str(s: &str) -> Result<Self, crate::TuneError> {
+        SpaceKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                crate::TuneError::InvalidOption(format!("space {s:?}: expected machine or paper"))
+            })
+    }
+}
+
 /// The knob space of one machine.
 #[derive(Clone, Debug)]
 pub struct KnobSpace {
@@ -87,6 +123,23 @@ impl KnobSpace {
     pub fn for_machine(machine: &Machine) -> Self {
         let max_workers = (2 * machine.cores) as i64;
         Self::with_domains((0..=max_workers).collect(), machine.gpu.is_some())
+    }
+
+    /// The paper's space (section 4): num_workers 1 and 2 … 64 by 2,
+    /// prefetch_factor 1 … 2048 in powers of two, both booleans — 1,584
+    /// configurations with a CUDA device (pin_memory fixed off without
+    /// one, as in every space).
+    pub fn paper(cuda: bool) -> Self {
+        let workers = std::iter::once(1).chain((2..=64).step_by(2)).collect();
+        Self::with_domains(workers, cuda)
+    }
+
+    /// The space `kind` names on `machine`.
+    pub fn of_kind(kind: SpaceKind, machine: &Machine) -> Self {
+        match kind {
+            SpaceKind::Machine => Self::for_machine(machine),
+            SpaceKind::Paper => Self::paper(machine.gpu.is_some()),
+        }
     }
 
     /// A space over given worker counts (prefetch and booleans as above).
@@ -235,6 +288,17 @@ mod tests {
             persistent_workers: true,
         };
         assert_eq!(KnobSpace::knobs(&s.config(&k)), Knobs::DEFAULT);
+    }
+
+    #[test]
+    fn the_papers_space_has_its_1584_configurations_with_cuda() {
+        let s = KnobSpace::paper(true);
+        // 33 worker counts x 12 prefetch factors x 2 x 2.
+        assert_eq!(s.space().configurations().len(), 1584);
+        assert_eq!(s.max_workers(), 64);
+        assert_eq!(KnobSpace::paper(false).space().configurations().len(), 792);
+        assert_eq!("paper".parse::<SpaceKind>().ok(), Some(SpaceKind::Paper));
+        assert!("grid".parse::<SpaceKind>().is_err());
     }
 
     #[test]

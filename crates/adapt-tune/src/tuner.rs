@@ -20,17 +20,17 @@ use adapt_transfer::TransferEngine;
 use std::sync::Arc;
 
 /// What every batch size's tuning shares.
-struct TuneContext<'a> {
-    options: &'a TuneOptions,
-    machine: Machine,
-    space: KnobSpace,
-    progress: Progress<'a>,
+pub(crate) struct TuneContext<'a> {
+    pub(crate) options: &'a TuneOptions,
+    pub(crate) machine: Machine,
+    pub(crate) space: KnobSpace,
+    pub(crate) progress: Progress<'a>,
 }
 
 impl<'a> TuneContext<'a> {
-    fn new(options: &'a TuneOptions, progress: Progress<'a>) -> Self {
+    pub(crate) fn new(options: &'a TuneOptions, progress: Progress<'a>) -> Self {
         let machine = Machine::detect();
-        let space = KnobSpace::for_machine(&machine);
+        let space = KnobSpace::of_kind(options.space, &machine);
         Self {
             options,
             machine,
@@ -38,15 +38,27 @@ impl<'a> TuneContext<'a> {
             progress,
         }
     }
+
+    /// The accelerator is the one the caller's loader sees (torch's), not
+    /// the transfer engine's probe: the space follows it.
+    pub(crate) fn set_gpu(&mut self, gpu: Option<String>) {
+        self.machine.gpu = gpu;
+        self.space = KnobSpace::of_kind(self.options.space, &self.machine);
+    }
+
+    /// The report's notes: knobs fixed for lack of hardware.
+    pub(crate) fn notes(&self) -> Vec<String> {
+        self.space.notes.clone()
+    }
 }
 
 /// One batch size, measured before its search: the saved pick, the noise
 /// probes and the trial as sized.
-struct Prepared {
-    batch_size: usize,
-    saved: Option<Knobs>,
-    noise_probes: Vec<Noise>,
-    trial: Option<TrialSpec>,
+pub(crate) struct Prepared {
+    pub(crate) batch_size: usize,
+    pub(crate) saved: Option<Knobs>,
+    pub(crate) noise_probes: Vec<Noise>,
+    pub(crate) trial: Option<TrialSpec>,
 }
 
 /// The data a loader tuning run times.
@@ -110,7 +122,7 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
         p.save(path)?;
     }
     let shape = built.sample_shape;
-    let mut notes = ctx.space.notes.clone();
+    let mut notes = ctx.notes();
     if cfg!(debug_assertions) {
         notes.push("built without optimisations: timings do not represent a release build".into());
     }
@@ -212,7 +224,7 @@ fn tune_batch(
         }
         None => 2,
     };
-    let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
+    let mut final_time = |_: &mut _, k: &Knobs| -> Result<f64, TuneError> {
         time_loader(&data.final_set, &base, k, final_epochs, engine, step)
     };
     let prepared = Prepared {
@@ -265,13 +277,13 @@ pub fn tune_command(
     };
     let mut finals = command(template)?;
     let space = ctx.space.clone();
-    let mut final_time = |k: &Knobs| -> Result<f64, TuneError> {
+    let mut measure = |k: &Knobs| -> Result<f64, TuneError> {
         finals
             .measure(&space.config(k))
-            .map_err(|e| TuneError::NothingMeasured(e.to_string()))
+            .map_err(|e| TuneError::Trial(e.to_string()))
     };
     let noise_probes = measure_noise(
-        &mut |k| final_time(k),
+        &mut measure,
         &noise_probes_for(&ctx.machine, &ctx.space, &budget),
         options.noise_repeats,
         progress,
@@ -283,9 +295,9 @@ pub fn tune_command(
         noise_probes,
         trial: None,
     };
-    let run = tune_one(&ctx, &mut objective, prepared, &mut final_time)?;
+    let run = tune_one(&ctx, &mut objective, prepared, &mut |_, k| measure(k))?;
     Ok(Report {
-        dataset: serde_json::json!({ "command": template }),
+        dataset: serde_json::json!({ "command": template, "metric": options.metric }),
         trial: options.trial,
         budget_bytes: budget.bytes,
         final_repeats: options.final_repeats,
@@ -299,12 +311,13 @@ pub fn tune_command(
 }
 
 /// Searches one batch size (or the command), compares the contenders and
-/// writes its report.
-fn tune_one<O: Objective>(
+/// writes its report. `final_time` measures a contender of the final
+/// comparison; it may go through the search's objective.
+pub(crate) fn tune_one<O: Objective>(
     ctx: &TuneContext<'_>,
     objective: &mut O,
     prepared: Prepared,
-    final_time: &mut dyn FnMut(&Knobs) -> Result<f64, TuneError>,
+    final_time: &mut dyn FnMut(&mut O, &Knobs) -> Result<f64, TuneError>,
 ) -> Result<RunReport, TuneError> {
     let Prepared {
         batch_size,
@@ -347,14 +360,19 @@ fn tune_one<O: Objective>(
         plain: found.plain,
         cheapest: cheapest_within(&found.trace, margin),
     };
-    let c = contenders.compare(ctx.options.final_repeats, final_time, &label, ctx.progress);
+    let c = contenders.compare(
+        ctx.options.final_repeats,
+        &mut |k| final_time(objective, k),
+        &label,
+        ctx.progress,
+    );
     let mut trace = noise_trace(&noise_probes);
     trace.extend(found.trace.iter().cloned());
     Ok(RunReport {
         batch_size,
         adapt_over_optimal: c.optimal.as_ref().map(|o| c.adapt.seconds / o.seconds),
-        speedup_vs_default: c.default.seconds / c.adapt.seconds,
-        speedup_vs_recommended: c.recommended.seconds / c.adapt.seconds,
+        speedup_vs_default: crate::report::speedup(c.default.seconds, c.adapt.seconds),
+        speedup_vs_recommended: crate::report::speedup(c.recommended.seconds, c.adapt.seconds),
         adapt_picked_by: found.picked_by.name().into(),
         adapt_rank: found.grid_rank(&ctx.space, Some(found.pick)),
         plain_rank: found.grid_rank(&ctx.space, found.plain),

@@ -124,6 +124,7 @@ fn tune_kind(e: &adapt_tune::TuneError) -> ErrorKind {
         T::Loader(l) => loader_kind(l),
         T::Transfer(_) => ErrorKind::Device,
         T::Io { .. } | T::File { .. } => ErrorKind::File,
+        T::Stopped(_) => ErrorKind::Interrupted,
         _ => ErrorKind::Config,
     }
 }

@@ -45,7 +45,10 @@ pub use generate::generate;
 pub use inspect::{Inspected, inspect};
 pub use run::{Autotune, Run, RunInfo, RunOptions, parse_distributed};
 pub use steps::{SampleSteps, StepScratch};
-pub use tune::{default_cifar10, profile_knobs, replay, step_from_ms, tune, tune_command};
+pub use tune::{
+    default_cifar10, profile_knobs, profile_knobs_of, replay, space_configurations, step_from_ms,
+    tune, tune_command, tune_trials,
+};
 
 pub use adapt_dataset::{Sample, Shape};
 pub use adapt_formats::{DatasetKind, Split};
@@ -60,7 +63,8 @@ pub use adapt_remote::{
 pub use adapt_search::AvlOptions;
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{
-    Knobs, Machine, Progress, ReplayStats, Report, Strategy, TrialSpec, TuneOptions, write_svg,
+    Knobs, Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,
+    TrialPurpose, TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
 };
 
 /// The engines, for what the front does not wrap (the benches time them

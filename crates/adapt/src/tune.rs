@@ -3,7 +3,10 @@
 
 use crate::AdaptError;
 use adapt_pipeline::{DatasetSpec, Pipeline};
-use adapt_tune::{Knobs, Machine, Profile, Progress, Report, TuneOptions};
+use adapt_tune::{
+    KnobSpace, Knobs, Machine, Profile, Progress, Report, SpaceKind, TrialData, TrialRunner,
+    TuneOptions,
+};
 use std::path::Path;
 
 /// The main job's dataset: full-size CIFAR-10 in `dir`, generated in the
@@ -43,6 +46,53 @@ pub fn step_from_ms(ms: Option<f64>) -> Result<Option<std::time::Duration>, Adap
 /// the profile entry is keyed by what a run of that pipeline opens).
 pub fn tune(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, AdaptError> {
     Ok(adapt_tune::run(options, progress)?)
+}
+
+/// Tunes a loader the caller runs (PyTorch's DataLoader in the caller's
+/// process): `runner` runs each trial it is asked for, the tuner sizes,
+/// searches, races and compares as [`tune`] does; `data` says what the
+/// profile entry is keyed by.
+pub fn tune_trials(
+    runner: &mut dyn TrialRunner,
+    data: &TrialData,
+    options: &TuneOptions,
+    progress: Progress<'_>,
+) -> Result<Report, AdaptError> {
+    Ok(adapt_tune::tune_trials(runner, data, options, progress)?)
+}
+
+/// The configurations of the knob space `kind` on this machine (`gpu`:
+/// the accelerator the caller's loader sees; `None` fixes pin_memory
+/// off), canonical, in the search's order.
+pub fn space_configurations(kind: SpaceKind, gpu: Option<String>) -> Vec<Knobs> {
+    let machine = Machine {
+        gpu,
+        ..Machine::detect()
+    };
+    KnobSpace::of_kind(kind, &machine)
+        .space()
+        .configurations()
+        .iter()
+        .map(KnobSpace::knobs)
+        .collect()
+}
+
+/// The knobs the profile at `path` holds for the dataset `identity` (a
+/// caller's loader, [`TrialData::identity`]) at `batch_size` on this
+/// machine with accelerator `gpu`, if any.
+pub fn profile_knobs_of(
+    path: &Path,
+    identity: &str,
+    batch_size: usize,
+    gpu: Option<String>,
+) -> Result<Option<Knobs>, AdaptError> {
+    let machine = Machine {
+        gpu,
+        ..Machine::detect()
+    };
+    Ok(Profile::load(path)?
+        .lookup(identity, batch_size, &machine)
+        .map(|e| e.knobs))
 }
 
 /// Tunes an external command by its wall time or a printed metric.

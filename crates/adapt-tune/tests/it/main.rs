@@ -474,7 +474,8 @@ fn reports_say_what_ran_measure_the_noise_and_name_the_cheapest() {
     );
     let text = report.table();
     assert!(
-        text.contains("search: both (AVL refined") && text.contains("cheapest"),
+        text.contains("search: both over the machine space (AVL refined")
+            && text.contains("cheapest"),
         "{text}"
     );
     assert!(text.contains("noise"), "{text}");

@@ -29,6 +29,10 @@ pub struct Args {
     /// avl, grid or both (both reproduces the paper's Table 1).
     #[arg(long, default_value = "avl")]
     strategy: String,
+    /// The knob space: machine (num_workers 0 … 2 × cores) or paper (the
+    /// paper's: num_workers 1, 2, 4 … 64, 1,584 configurations with a GPU).
+    #[arg(long, default_value = "machine")]
+    space: String,
     /// Memory budget for batches in flight, e.g. 4G or 512M (default: half
     /// of the available memory).
     #[arg(long)]
@@ -164,6 +168,7 @@ impl Args {
             train_step: crate::step_from_ms(self.step_ms)?,
             metric: self.metric.clone(),
             trial_timeout: positive("--trial-timeout", self.trial_timeout)?,
+            space: self.space.parse()?,
         })
     }
 }

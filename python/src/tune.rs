@@ -1,0 +1,294 @@
+//! The tuner for Python: `tune` over a pipeline (adapt's loader), and
+//! `tune_trials` over a trial function the Python side runs (PyTorch's
+//! DataLoader over the user's dataset) — the Rust tuner's search, trial
+//! sizing, noise, race and comparison either way; profiles and the spaces.
+
+use crate::{AdaptError, pipeline, py_error};
+use adapt::{
+    Knobs, SpaceKind, TrialData, TrialFailure, TrialRequest, TrialRunner, TrialSpec, TuneOptions,
+};
+use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// An error raised by Python code the tuner called that must end the
+/// run (Ctrl-C), kept to be raised again when the tuner returns.
+type Pending = Arc<Mutex<Option<PyErr>>>;
+
+fn is_stop(py: Python<'_>, e: &PyErr) -> bool {
+    e.is_instance_of::<PyKeyboardInterrupt>(py) || e.is_instance_of::<PySystemExit>(py)
+}
+
+/// The tuning options Python passes as a dict (the names of `adapt.tune`'s
+/// arguments); absent keys keep the tuner's defaults.
+fn options(d: &Bound<'_, PyDict>) -> PyResult<TuneOptions> {
+    fn get<'py, T: FromPyObjectOwned<'py>>(
+        d: &Bound<'py, PyDict>,
+        key: &str,
+    ) -> PyResult<Option<T>> {
+        match d.get_item(key)? {
+            Some(v) if !v.is_none() => Ok(Some(v.extract().map_err(Into::into)?)),
+            _ => Ok(None),
+        }
+    }
+    let err = |e: adapt::engines::tune::TuneError| py_error(e.into());
+    let mut o = TuneOptions::default();
+    if let Some(b) = get::<Vec<usize>>(d, "batch_sizes")? {
+        o.batch_sizes = b;
+    }
+    if let Some(s) = get::<String>(d, "strategy")? {
+        o.strategy = s.parse().map_err(err)?;
+    }
+    if let Some(s) = get::<String>(d, "space")? {
+        o.space = s.parse::<SpaceKind>().map_err(err)?;
+    }
+    o.profile = get(d, "profile")?;
+    o.retune = get(d, "retune")?.unwrap_or(false);
+    o.budget_bytes = get(d, "budget_bytes")?;
+    o.trial = TrialSpec {
+        samples: get(d, "trial_samples")?.unwrap_or(o.trial.samples),
+        seed: get(d, "seed")?.unwrap_or(0),
+        ..o.trial
+    };
+    if get(d, "plain")?.unwrap_or(false) {
+        o.avl = adapt::AvlOptions::plain();
+    }
+    o.final_repeats = get(d, "final_repeats")?.unwrap_or(o.final_repeats);
+    o.trial_seconds = get::<f64>(d, "trial_seconds")?.filter(|t| *t > 0.0);
+    o.noise_repeats = get(d, "noise_repeats")?.unwrap_or(o.noise_repeats);
+    o.train_step = adapt::step_from_ms(get(d, "step_ms")?).map_err(py_error)?;
+    Ok(o)
+}
+
+/// A progress callback that hands each line to a Python callable (none:
+/// silent). A Ctrl-C raised in it is kept in `pending`; other errors are
+/// dropped (a progress display must not end a tuning run).
+fn progress_to(callback: Option<Py<PyAny>>, pending: Pending) -> impl Fn(&str) + Send + Sync {
+    move |line: &str| {
+        let Some(cb) = &callback else { return };
+        Python::attach(|py| {
+            if let Err(e) = cb.call1(py, (line,))
+                && is_stop(py, &e)
+            {
+                *pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            }
+        });
+    }
+}
+
+/// Raises what Python raised to stop the run, else the tuner's error.
+fn finish<T>(r: Result<T, adapt::AdaptError>, pending: &Pending) -> PyResult<T> {
+    if let Some(e) = pending.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    r.map_err(py_error)
+}
+
+fn report_json(report: &adapt::Report) -> PyResult<String> {
+    serde_json::to_string(report).map_err(|e| AdaptError::new_err(e.to_string()))
+}
+
+/// Runs the tuner on a pipeline (its dataset, steps and output) and returns
+/// the report as JSON text; `progress` gets a line per trial.
+#[pyfunction]
+#[pyo3(signature = (pipeline_json, options, progress=None))]
+fn tune(
+    py: Python<'_>,
+    pipeline_json: &str,
+    options: &Bound<'_, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let options = TuneOptions {
+        pipeline: pipeline(pipeline_json)?,
+        ..self::options(options)?
+    };
+    let pending = Pending::default();
+    let show = progress_to(progress, Arc::clone(&pending));
+    let r = py.detach(|| adapt::tune(&options, &show));
+    report_json(&finish(r, &pending)?)
+}
+
+/// A trial function of Python's as the tuner's trial runner: it is called
+/// as `trial(knobs, batch_size, samples, epochs, seed, purpose)`; its cost
+/// is its wall time, or the number it returns. An exception is a failed
+/// trial (its type and message in the report); KeyboardInterrupt or
+/// SystemExit ends the run and is raised again.
+struct PythonTrials {
+    trial: Py<PyAny>,
+    pending: Pending,
+}
+
+impl TrialRunner for PythonTrials {
+    fn run(&mut self, r: &TrialRequest) -> Result<f64, TrialFailure> {
+        if self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return Err(TrialFailure::Stop("interrupted".into()));
+        }
+        Python::attach(|py| {
+            let knobs =
+                knobs_dict(py, &r.knobs).map_err(|e| TrialFailure::Failed(e.to_string()))?;
+            let args = (
+                knobs,
+                r.batch_size,
+                r.samples,
+                r.epochs,
+                r.seed,
+                r.purpose.name(),
+            );
+            let start = Instant::now();
+            let out = self.trial.call1(py, args);
+            let wall = start.elapsed().as_secs_f64();
+            match out {
+                Ok(v) if v.is_none(py) => Ok(wall),
+                Ok(v) => v.extract::<f64>(py).map_err(|_| {
+                    TrialFailure::Failed(format!(
+                        "{}: the trial returned neither None nor a number of seconds",
+                        r.knobs
+                    ))
+                }),
+                Err(e) if is_stop(py, &e) => {
+                    let why = e.to_string();
+                    *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    Err(TrialFailure::Stop(why))
+                }
+                Err(e) => Err(TrialFailure::Failed(format!("{}: {e}", r.knobs))),
+            }
+        })
+    }
+}
+
+/// Tunes a loader Python runs: `trial` (see `PythonTrials`) over a dataset
+/// of `len` samples whose profile key is `identity`; `description_json`
+/// is what the report says of it; `gpu` the accelerator torch sees (None:
+/// pin_memory fixed off); `batch_bytes` one batch's size when known.
+/// Returns the report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (trial, len, identity, description_json, options, gpu=None, batch_bytes=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn tune_trials(
+    py: Python<'_>,
+    trial: Py<PyAny>,
+    len: usize,
+    identity: String,
+    description_json: &str,
+    options: &Bound<'_, PyDict>,
+    gpu: Option<String>,
+    batch_bytes: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let options = self::options(options)?;
+    let description = serde_json::from_str(description_json)
+        .map_err(|e| AdaptError::new_err(format!("description: {e}")))?;
+    let data = TrialData {
+        len,
+        identity,
+        description,
+        gpu,
+        batch_bytes,
+    };
+    let pending = Pending::default();
+    let show = progress_to(progress, Arc::clone(&pending));
+    let mut runner = PythonTrials {
+        trial,
+        pending: Arc::clone(&pending),
+    };
+    let r = py.detach(|| adapt::tune_trials(&mut runner, &data, &options, &show));
+    report_json(&finish(r, &pending)?)
+}
+
+/// Knobs as `torch.utils.data.DataLoader` keyword arguments: without
+/// workers `prefetch_factor` is None and `persistent_workers` False, as
+/// PyTorch requires.
+fn knobs_dict<'py>(py: Python<'py>, k: &Knobs) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("num_workers", k.num_workers)?;
+    d.set_item(
+        "prefetch_factor",
+        (k.num_workers > 0).then_some(k.prefetch_factor),
+    )?;
+    d.set_item("pin_memory", k.pin_memory)?;
+    d.set_item(
+        "persistent_workers",
+        k.num_workers > 0 && k.persistent_workers,
+    )?;
+    Ok(d)
+}
+
+/// The configurations of the space `kind` (`machine` or `paper`) as
+/// DataLoader keyword arguments; `gpu`: the accelerator (None: pin_memory
+/// fixed off).
+#[pyfunction]
+#[pyo3(signature = (kind, gpu=None))]
+fn space_configurations<'py>(
+    py: Python<'py>,
+    kind: &str,
+    gpu: Option<String>,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let kind: SpaceKind = kind
+        .parse()
+        .map_err(|e: adapt::engines::tune::TuneError| py_error(e.into()))?;
+    adapt::space_configurations(kind, gpu)
+        .iter()
+        .map(|k| knobs_dict(py, k))
+        .collect()
+}
+
+/// The knobs a profile holds for this pipeline and batch size on this
+/// machine, or None.
+#[pyfunction]
+fn profile_knobs<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    pipeline_json: &str,
+    batch_size: usize,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let pipeline = pipeline(pipeline_json)?;
+    let found = py
+        .detach(|| adapt::profile_knobs(&path, &pipeline, batch_size))
+        .map_err(py_error)?;
+    found.map(|k| knobs_dict(py, &k)).transpose()
+}
+
+/// The knobs a profile holds for a caller's dataset `identity` at
+/// `batch_size` on this machine with accelerator `gpu`, or None.
+#[pyfunction]
+#[pyo3(signature = (path, identity, batch_size, gpu=None))]
+fn profile_knobs_of<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    identity: &str,
+    batch_size: usize,
+    gpu: Option<String>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let found = py
+        .detach(|| adapt::profile_knobs_of(&path, identity, batch_size, gpu))
+        .map_err(py_error)?;
+    found.map(|k| knobs_dict(py, &k)).transpose()
+}
+
+/// Writes the SVG plot of a tuning report (JSON text, as `tune` returns
+/// it) to `path`: the grid's times and the searches' trials per batch size.
+#[pyfunction]
+fn plot(py: Python<'_>, report_json: &str, path: std::path::PathBuf) -> PyResult<()> {
+    let report: adapt::Report = serde_json::from_str(report_json)
+        .map_err(|e| AdaptError::new_err(format!("not a tuning report: {e}")))?;
+    py.detach(|| adapt::write_svg(&report, &path))
+        .map_err(|e| py_error(e.into()))
+}
+
+/// Adds this module's functions to `_adapt`.
+pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_trials, m)?)?;
+    m.add_function(wrap_pyfunction!(space_configurations, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_knobs_of, m)?)?;
+    m.add_function(wrap_pyfunction!(plot, m)?)?;
+    Ok(())
+}
