@@ -144,15 +144,14 @@ class _Trials:
         self.sampler, self.step, self.kwargs = sampler, step, kwargs
         self.step_s = None if step_ms is None else step_ms / 1000.0
         self.map_style = _is_map_style(dataset) and sampler is None
-        self._subsets = {}
+        self._kept = (None, None)  # the last subset drawn, by (samples, seed)
 
     def _subset(self, samples, seed):
-        key = (samples, seed)
-        if key not in self._subsets:
+        if self._kept[0] != (samples, seed):
             n = len(self.dataset)
             indices = random.Random(seed).sample(range(n), min(samples, n))
-            self._subsets = {key: _Subset(self.dataset, indices)}
-        return self._subsets[key]
+            self._kept = ((samples, seed), _Subset(self.dataset, indices))
+        return self._kept[1]
 
     def _loader(self, knobs, batch_size, samples, seed):
         kwargs = dict(self.kwargs, batch_size=batch_size, **knobs)

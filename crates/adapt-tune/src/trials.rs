@@ -7,7 +7,7 @@ use crate::monitor::size_trial;
 use crate::options::{Progress, TuneOptions};
 use crate::space::Budgeted;
 use crate::tuner::{Prepared, TuneContext, tune_one};
-use crate::{Budget, Knobs, Profile, ProfileEntry, ProfileKey, Report, TrialSpec, TuneError};
+use crate::{Budget, Knobs, Profile, Report, TrialSpec, TuneError};
 use adapt_search::{Config, Objective, TrialError};
 
 /// Why a trial is asked for.
@@ -207,17 +207,7 @@ pub fn tune_trials(
         let run = tune_trial_batch(&ctx, &mut objective, data.len, budget, saved)?;
         last_spec = run.trial.unwrap_or(last_spec);
         if let Some(p) = &mut profile {
-            p.insert(ProfileEntry {
-                key: ProfileKey {
-                    dataset: data.identity.clone(),
-                    batch_size,
-                    machine: ctx.machine.clone(),
-                },
-                knobs: run.adapt.config,
-                seconds: run.adapt.seconds,
-                cheapest: run.cheapest.as_ref().map(|c| c.config),
-                strategy: Some(options.record()),
-            });
+            p.insert(crate::tuner::profile_entry(&ctx, &data.identity, &run));
         }
         runs.push(run);
     }

@@ -149,7 +149,11 @@ pub fn run(options: &TuneOptions, progress: Progress<'_>) -> Result<Report, Tune
 
 /// The profile entry a batch size's run leaves: its pick, keyed by the
 /// pipeline's identity, the batch size and the machine.
-fn profile_entry(ctx: &TuneContext<'_>, identity: &str, run: &RunReport) -> ProfileEntry {
+pub(crate) fn profile_entry(
+    ctx: &TuneContext<'_>,
+    identity: &str,
+    run: &RunReport,
+) -> ProfileEntry {
     ProfileEntry {
         key: ProfileKey {
             dataset: identity.to_owned(),
@@ -328,16 +332,7 @@ pub(crate) fn tune_one<O: Objective>(
     let noise = noisiest(&noise_probes);
     let avl = measured_avl(ctx.options.avl, noise.as_ref());
     let all = ctx.space.space().configurations();
-    let infeasible: Vec<String> = all
-        .iter()
-        .filter_map(|c| objective.feasible(c).err())
-        .collect();
-    if infeasible.len() == all.len() {
-        let reason = infeasible.first().cloned().unwrap_or_default();
-        return Err(TuneError::NothingMeasured(format!(
-            "every configuration is infeasible ({reason})"
-        )));
-    }
+    let infeasible = infeasible_count(objective, &all)?;
     let label = format!("batch {batch_size}");
     let found = run_searches(
         &ctx.space,
@@ -377,7 +372,7 @@ pub(crate) fn tune_one<O: Objective>(
         adapt_rank: found.grid_rank(&ctx.space, Some(found.pick)),
         plain_rank: found.grid_rank(&ctx.space, found.plain),
         grid_size: all.len(),
-        pruned: infeasible.len(),
+        pruned: infeasible,
         grid: found.grid_ranked(),
         search: found.costs,
         avl_path: found.avl_path,
@@ -393,6 +388,25 @@ pub(crate) fn tune_one<O: Objective>(
         noise,
         noise_probes,
     })
+}
+
+/// How many of `all` the objective rules out before running; an error
+/// when it rules out every one.
+fn infeasible_count<O: Objective>(
+    objective: &O,
+    all: &[adapt_search::Config],
+) -> Result<usize, TuneError> {
+    let reasons: Vec<String> = all
+        .iter()
+        .filter_map(|c| objective.feasible(c).err())
+        .collect();
+    if reasons.len() == all.len() {
+        let reason = reasons.first().cloned().unwrap_or_default();
+        return Err(TuneError::NothingMeasured(format!(
+            "every configuration is infeasible ({reason})"
+        )));
+    }
+    Ok(reasons.len())
 }
 
 /// The noise trials as trace entries (they open the trace).
