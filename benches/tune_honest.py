@@ -49,26 +49,32 @@ def summarize(out, tag):
             # The final comparison's length is sized by time, per run: compare
             # runs per epoch.
             r["final_epochs"] = report["final_epochs"]
+            # Reports before issue 23 ran the paper's plain descent without
+            # the race beside ADaPT, under the names plain / avl_plain.
+            r.setdefault("other", r.get("plain"))
+            r["search"].setdefault("avl_other", r["search"].get("avl_plain"))
+            r.setdefault("other_avl", "plain, no race" if r.get("plain") else None)
+            r["descent"] = report["strategy"]["avl"]
             rows.setdefault(r["batch_size"], []).append(r)
     print(
         "| batch | runs | noise (per run) | ADaPT / optimum (per run) | within 1 + noise |"
         " ADaPT s per epoch (per run) | run-to-run spread | grid / ADaPT search time (per run) |"
-        " ADaPT trials | plain AVL / optimum | plain within 1 + noise | grid / plain search time |"
-        " plain trials | grid trials | cheapest (per run) |"
+        " ADaPT trials | other AVL | other / optimum | other within 1 + noise |"
+        " grid / other search time | other trials | grid trials | cheapest (per run) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for batch in sorted(rows):
         rs = rows[batch]
         noise = [r["noise"]["relative_spread"] if r.get("noise") else 0.0 for r in rs]
         ratio = [r["adapt_over_optimal"] for r in rs]
         met = sum(1 for q, n in zip(ratio, noise) if q <= 1 + n)
         wall = [r["search"]["grid_over_avl"] for r in rs]
-        plain = [r["plain"]["seconds"] / r["optimal"]["seconds"] for r in rs if r.get("plain")]
+        plain = [r["other"]["seconds"] / r["optimal"]["seconds"] for r in rs if r.get("other")]
         plain_met = sum(p <= 1 + n for p, n in zip(plain, noise))
         plain_wall = [
-            r["search"]["grid"]["seconds"] / r["search"]["avl_plain"]["seconds"]
+            r["search"]["grid"]["seconds"] / r["search"]["avl_other"]["seconds"]
             for r in rs
-            if r["search"].get("avl_plain")
+            if r["search"].get("avl_other")
         ]
         fmt = lambda v, p: ", ".join(f"{x:.{p}f}" for x in v)
         final = [r["adapt"]["seconds"] / r["final_epochs"] for r in rs]
@@ -79,9 +85,10 @@ def summarize(out, tag):
             f"| {batch} | {len(rs)} | {fmt([n * 100 for n in noise], 1)} % | {fmt(ratio, 2)} |"
             f" {met} of {len(rs)} | {fmt(final, 3)} | {spread * 100:.1f} % |"
             f" {fmt(wall, 1)} (median {statistics.median(wall):.1f}) |"
-            f" {fmt([r['search']['avl']['trials'] for r in rs], 0)} | {fmt(plain, 2)} |"
+            f" {fmt([r['search']['avl']['trials'] for r in rs], 0)} |"
+            f" {', '.join(sorted({str(r['other_avl']) for r in rs}))} | {fmt(plain, 2)} |"
             f" {plain_met} of {len(plain)} | {fmt(plain_wall, 1)} |"
-            f" {fmt([r['search']['avl_plain']['trials'] for r in rs if r['search'].get('avl_plain')], 0)} |"
+            f" {fmt([r['search']['avl_other']['trials'] for r in rs if r['search'].get('avl_other')], 0)} |"
             f" {fmt([r['search']['grid']['trials'] for r in rs], 0)} | {'; '.join(cheapest)} |"
         )
 

@@ -194,7 +194,8 @@ class _Trials:
 
 def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True, step=None,
          step_ms=None, strategy="avl", trial_seconds=1.0, trial_samples=4096, space="machine",
-         profile=None, key=None, retune=False, final_repeats=5, noise_repeats=5, plain=False,
+         profile=None, key=None, retune=False, final_repeats=5, noise_repeats=5, avl=None,
+         race=True, plain=False,
          seed=0, budget_bytes=None, progress=True, dataloader=None, **dataloader_kwargs):
     """Tunes `torch.utils.data.DataLoader`'s `num_workers`, `prefetch_factor`,
     `pin_memory` (only where CUDA is available) and `persistent_workers`
@@ -211,7 +212,9 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
     trial's loader; with a `sampler` (or an iterable-style dataset) each
     trial epoch stops after the subset's batch count. `space` is
     "machine" (num_workers 0 … 2 × cores) or "paper" (the paper's 1,584);
-    `strategy` "avl", "grid" or "both" (the paper's Table 1). `profile`
+    `strategy` "avl", "grid" or "both" (the paper's Table 1; both AVL
+    descents beside the grid); `avl` "plain" or "refined" (None: the
+    measured default), `race=False` without the noise race. `profile`
     saves the picks keyed by the dataset's class, length and `key`, for
     `adapt.torch.DataLoader(..., profile=)`. `dataloader` replaces
     torch's DataLoader class (a callable taking the same arguments).
@@ -246,7 +249,7 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
     options = dict(batch_sizes=sizes, strategy=strategy, space=space,
                    profile=os.fspath(profile) if profile else None, retune=retune,
                    budget_bytes=budget_bytes, trial_samples=trial_samples,
-                   final_repeats=final_repeats, plain=plain, seed=seed,
+                   final_repeats=final_repeats, avl=avl, race=race, plain=plain, seed=seed,
                    trial_seconds=trial_seconds, noise_repeats=noise_repeats,
                    step_ms=step_ms if step is None else None)
     with _progress_printer(progress) as show:
@@ -275,7 +278,21 @@ def _description(dataset, dataloader, collate_fn, step, key, gpu):
         "collate_fn": name(collate_fn),
         "train_step": name(step),
         "accelerator": gpu,
+        # pin_memory is searched only where CUDA is there; thread workers
+        # are not searched: no torch release so far has them (a DataLoader
+        # taking worker_method= is said here, and only processes are tuned).
+        "pin_memory_searched": gpu is not None,
+        "thread_workers": _takes(dataloader, "worker_method"),
     }
+
+
+def _takes(cls, name):
+    """Whether `cls(...)` takes the keyword `name`."""
+    import inspect
+    try:
+        return name in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def DataLoader(dataset, batch_size=1, *, profile=None, key=None, strict=False, **kwargs):

@@ -52,6 +52,14 @@ fn options(d: &Bound<'_, PyDict>) -> PyResult<TuneOptions> {
         seed: get(d, "seed")?.unwrap_or(0),
         ..o.trial
     };
+    let race = get(d, "race")?.unwrap_or(true);
+    if let Some(descent) = get::<String>(d, "avl")? {
+        o.avl = TuneOptions::avl_named(&descent, race).map_err(|e| py_error(e.into()))?;
+    } else if !race {
+        o.avl.noise = TuneOptions::avl_named("plain", false)
+            .map_err(|e| py_error(e.into()))?
+            .noise;
+    }
     if get(d, "plain")?.unwrap_or(false) {
         o.avl = adapt::AvlOptions::plain();
     }

@@ -151,3 +151,18 @@ def test_the_spaces_list_their_configurations_as_kwargs():
             "persistent_workers": False} in machine
     with pytest.raises(adapt.ConfigError, match="machine or paper"):
         at.space("huge")
+
+
+def test_both_runs_the_other_descent_with_the_same_race_and_says_which():
+    tune(strategy="both", avl="plain", noise_repeats=0, trial_seconds=None, trial_samples=512,
+         final_repeats=1)
+    report = at.tune.last_report
+    run = report["runs"][0]
+    assert report["strategy"]["avl"] == "plain" and run["other_avl"] == "refined"
+    assert run["other"] is not None and run["search"]["avl_other"]["trials"] > 0
+    assert any(t["strategy"] == "avl-refined" for t in run["trace"])
+    tune(strategy="avl", race=False, noise_repeats=0, trial_seconds=None, trial_samples=512,
+         final_repeats=1)
+    assert at.tune.last_report["strategy"]["noise_threshold"] == 0
+    with pytest.raises(adapt.ConfigError, match="plain or refined"):
+        tune(avl="greedy")

@@ -16,8 +16,8 @@ pub(crate) struct Contenders {
     pub adapt: Knobs,
     /// The grid's best.
     pub optimal: Option<Knobs>,
-    /// The paper's plain AVL search's pick.
-    pub plain: Option<Knobs>,
+    /// The other AVL descent's pick (`both`).
+    pub other: Option<Knobs>,
     /// The cheapest within the noise.
     pub cheapest: Option<Knobs>,
 }
@@ -28,7 +28,7 @@ pub(crate) struct Compared {
     pub recommended: ConfigTime,
     pub adapt: ConfigTime,
     pub optimal: Option<ConfigTime>,
-    pub plain: Option<ConfigTime>,
+    pub other: Option<ConfigTime>,
     pub cheapest: Option<ConfigTime>,
     /// Contenders that failed (they count as infinitely slow).
     pub failures: Vec<String>,
@@ -46,7 +46,7 @@ impl Contenders {
         progress: Progress<'_>,
     ) -> Compared {
         let fixed = [self.default, self.recommended, self.adapt];
-        let optional = [self.optimal, self.plain, self.cheapest];
+        let optional = [self.optimal, self.other, self.cheapest];
         let all: Vec<Knobs> = fixed
             .into_iter()
             .chain(optional.into_iter().flatten())
@@ -84,7 +84,7 @@ impl Contenders {
             recommended: ct(1),
             adapt: ct(2),
             optimal: slot(self.optimal),
-            plain: slot(self.plain),
+            other: slot(self.other),
             cheapest: slot(self.cheapest),
             failures,
         }

@@ -108,6 +108,35 @@ impl TuneOptions {
         },
     };
 
+    /// The paper's plain descent with the same race.
+    pub const PLAIN_AVL: AvlOptions = AvlOptions {
+        refine: false,
+        noise: Self::REFINED_AVL.noise,
+    };
+
+    /// What a run searches with unless told: chosen by measurement
+    /// (`docs/tuning.md`, "Which descent").
+    pub const DEFAULT_AVL: AvlOptions = Self::REFINED_AVL;
+
+    /// The AVL options for the descent named `plain` or `refined`, with
+    /// the race unless `race` is false (`plain` without it is the paper's
+    /// algorithm as published).
+    pub fn avl_named(descent: &str, race: bool) -> Result<AvlOptions, TuneError> {
+        let mut avl = match descent {
+            "plain" => Self::PLAIN_AVL,
+            "refined" => Self::REFINED_AVL,
+            other => {
+                return Err(TuneError::InvalidOption(format!(
+                    "unknown AVL descent {other:?}: plain or refined"
+                )));
+            }
+        };
+        if !race {
+            avl.noise = NoisePolicy::OFF;
+        }
+        Ok(avl)
+    }
+
     /// Options for `pipeline` with every other field at its default.
     pub fn new(pipeline: Pipeline) -> Self {
         Self {
@@ -166,7 +195,7 @@ impl Default for TuneOptions {
             strategy: Strategy::Avl,
             budget_bytes: None,
             trial: TrialSpec::default(),
-            avl: Self::REFINED_AVL,
+            avl: Self::DEFAULT_AVL,
             final_repeats: 5,
             final_samples: None,
             profile: None,

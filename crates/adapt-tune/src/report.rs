@@ -50,9 +50,10 @@ pub struct SearchCost {
 pub struct Searches {
     /// The AVL search (absent when the pick came from a profile).
     pub avl: Option<SearchCost>,
-    /// The paper's plain AVL search (with `--strategy both`).
-    #[serde(default)]
-    pub avl_plain: Option<SearchCost>,
+    /// The other AVL descent (with `--strategy both`; `other_avl`
+    /// says which).
+    #[serde(default, alias = "avl_plain")]
+    pub avl_other: Option<SearchCost>,
     /// The grid search, when run.
     pub grid: Option<SearchCost>,
     /// Grid wall time over AVL wall time.
@@ -62,8 +63,8 @@ pub struct Searches {
 /// Which search ran, with its parameters: every report and profile says it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StrategyRecord {
-    /// `avl`, `grid` or `both` (AVL refined, the paper's plain AVL and the
-    /// grid, side by side).
+    /// `avl`, `grid` or `both` (both AVL descents, plain and refined, with
+    /// the same race, and the grid, side by side).
     pub search: String,
     /// The AVL descent as published (`plain`) or with refinement
     /// (`refined`: sorted-order neighbours tried after the descent).
@@ -111,7 +112,8 @@ pub struct Noise {
 /// One trial in the report's trace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceEntry {
-    /// `avl`, `avl-plain`, `grid` or `noise` (the noise measurement).
+    /// `avl`, `avl-plain` or `avl-refined` (the other descent, with
+    /// `both`), `grid` or `noise` (the noise measurement).
     pub strategy: String,
     /// The knobs.
     pub config: Knobs,
@@ -182,12 +184,18 @@ pub struct RunReport {
     /// trial: what to run when the loader only has to keep up.
     #[serde(default)]
     pub cheapest: Option<ConfigTime>,
-    /// The paper's plain AVL search's pick (with `--strategy both`).
-    #[serde(default)]
-    pub plain: Option<ConfigTime>,
+    /// The other AVL descent's pick (with `--strategy both`;
+    /// `other_avl` says which).
+    #[serde(default, alias = "plain")]
+    pub other: Option<ConfigTime>,
     /// Its rank in the grid.
+    #[serde(default, alias = "plain_rank")]
+    pub other_rank: Option<usize>,
+    /// Which descent `other` is: `plain` or `refined`, with the same race
+    /// as the search that picked (reports before it was named: the
+    /// paper's plain descent without the race).
     #[serde(default)]
-    pub plain_rank: Option<usize>,
+    pub other_avl: Option<String>,
 }
 
 /// A whole tuning report.
@@ -342,8 +350,8 @@ impl RunReport {
         if let Some(o) = &self.optimal {
             s += &row("optimal", o);
         }
-        if let Some(p) = &self.plain {
-            s += &row("avl plain", p);
+        if let Some(p) = &self.other {
+            s += &row(&format!("avl {}", self.other_name()), p);
         }
         s += &row(&format!("adapt ({})", self.adapt_picked_by), &self.adapt);
         if let Some(c) = &self.cheapest {
@@ -417,13 +425,19 @@ impl RunReport {
                 (ratio - 1.0) * 100.0
             );
         }
-        if let (Some(rank), Some(p), Some(o)) = (self.plain_rank, &self.plain, &self.optimal) {
+        if let (Some(rank), Some(p), Some(o)) = (self.other_rank, &self.other, &self.optimal) {
             s += &format!(
-                "; plain AVL: rank {rank}, {:.1}% from the optimum",
+                "; {} AVL: rank {rank}, {:.1}% from the optimum",
+                self.other_name(),
                 (p.seconds / o.seconds - 1.0) * 100.0
             );
         }
         s + "\n"
+    }
+
+    /// Which descent ran beside the picking one.
+    fn other_name(&self) -> &str {
+        self.other_avl.as_deref().unwrap_or("plain")
     }
 
     /// What each search cost.
@@ -432,8 +446,13 @@ impl RunReport {
             return String::new();
         };
         let mut s = format!("  search: AVL {} trials in {:.2} s", a.trials, a.seconds);
-        if let Some(p) = &self.search.avl_plain {
-            s += &format!("; plain AVL {} trials in {:.2} s", p.trials, p.seconds);
+        if let Some(p) = &self.search.avl_other {
+            s += &format!(
+                "; {} AVL {} trials in {:.2} s",
+                self.other_name(),
+                p.trials,
+                p.seconds
+            );
         }
         if let Some(g) = &self.search.grid {
             s += &format!(

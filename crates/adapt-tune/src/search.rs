@@ -1,6 +1,7 @@
-//! The searches of one batch size: the AVL search (refined, and with
-//! `both` the paper's plain one beside it) and the grid, each reporting its
-//! trials as it goes; what they found, and where the pick came from.
+//! The searches of one batch size: the AVL search (and with `both` the
+//! other descent, plain or refined, beside it) and the grid, each
+//! reporting its trials as it goes; what they found, and where the pick
+//! came from.
 
 use crate::options::{Progress, Strategy};
 use crate::report::{Searches, TraceEntry};
@@ -37,8 +38,9 @@ pub(crate) struct Searched {
     pub pick: Knobs,
     /// Where it came from.
     pub picked_by: PickedBy,
-    /// The paper's plain AVL search's pick (`both`).
-    pub plain: Option<Knobs>,
+    /// The other AVL descent's pick (`both`: plain when the search was
+    /// refined, refined when it was plain; the same race).
+    pub other: Option<Knobs>,
     /// The grid's best (`grid`, `both`).
     pub optimal: Option<Knobs>,
     /// The grid, when it ran.
@@ -72,6 +74,20 @@ impl Searched {
     }
 }
 
+/// The descent `both` runs beside `avl`: the other refinement setting,
+/// the same race.
+pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
+    AvlOptions {
+        refine: !avl.refine,
+        noise: avl.noise,
+    }
+}
+
+/// What reports call an AVL descent: `refined` or `plain`.
+pub(crate) fn avl_name(avl: &AvlOptions) -> &'static str {
+    if avl.refine { "refined" } else { "plain" }
+}
+
 /// Runs the searches `strategy` asks for (none for the AVL part when a
 /// profile entry is `saved`). `label` prefixes the progress lines.
 pub(crate) fn run_searches<O: Objective>(
@@ -87,7 +103,7 @@ pub(crate) fn run_searches<O: Objective>(
     let mut found = Searched {
         pick: Knobs::DEFAULT,
         picked_by: PickedBy::Profile,
-        plain: None,
+        other: None,
         optimal: None,
         grid: None,
         avl_path: Vec::new(),
@@ -105,13 +121,18 @@ pub(crate) fn run_searches<O: Objective>(
             .ok_or_else(|| TuneError::NothingMeasured(failure_summary(&r.trace)))?;
         pick = Some((KnobSpace::knobs(&best), PickedBy::Avl));
     }
-    // `both`: the paper's algorithm as published, beside the refined one.
+    // `both`: the other descent (plain or refined) with the same race,
+    // beside the one that picks, so the two are compared on one run.
     if strategy == Strategy::Both && saved.is_none() {
-        let mut rep = Reporting::new(&mut *objective, format!("{label} plain avl"), progress);
-        let r = avl_search(space.space(), &mut rep, &AvlOptions::plain());
-        found.trace.extend(trace_entries("avl-plain", &r.trace));
-        found.costs.avl_plain = Some(cost(r.trials, r.wall));
-        found.plain = r.best.as_ref().map(KnobSpace::knobs);
+        let other = other_avl(avl);
+        let name = avl_name(&other);
+        let mut rep = Reporting::new(&mut *objective, format!("{label} {name} avl"), progress);
+        let r = avl_search(space.space(), &mut rep, &other);
+        found
+            .trace
+            .extend(trace_entries(&format!("avl-{name}"), &r.trace));
+        found.costs.avl_other = Some(cost(r.trials, r.wall));
+        found.other = r.best.as_ref().map(KnobSpace::knobs);
     }
     if strategy != Strategy::Avl {
         let feasible = space

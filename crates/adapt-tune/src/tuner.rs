@@ -352,7 +352,7 @@ pub(crate) fn tune_one<O: Objective>(
         recommended: Knobs::recommended(&ctx.machine),
         adapt: found.pick,
         optimal: found.optimal,
-        plain: found.plain,
+        other: found.other,
         cheapest: cheapest_within(&found.trace, margin),
     };
     let c = contenders.compare(
@@ -370,7 +370,10 @@ pub(crate) fn tune_one<O: Objective>(
         speedup_vs_recommended: crate::report::speedup(c.recommended.seconds, c.adapt.seconds),
         adapt_picked_by: found.picked_by.name().into(),
         adapt_rank: found.grid_rank(&ctx.space, Some(found.pick)),
-        plain_rank: found.grid_rank(&ctx.space, found.plain),
+        other_rank: found.grid_rank(&ctx.space, found.other),
+        other_avl: found
+            .other
+            .map(|_| crate::search::avl_name(&crate::search::other_avl(&avl)).to_string()),
         grid_size: all.len(),
         pruned: infeasible,
         grid: found.grid_ranked(),
@@ -381,7 +384,7 @@ pub(crate) fn tune_one<O: Objective>(
         adapt: c.adapt,
         optimal: c.optimal,
         cheapest: c.cheapest,
-        plain: c.plain,
+        other: c.other,
         failures: c.failures,
         trace,
         trial,

@@ -458,9 +458,16 @@ fn reports_say_what_ran_measure_the_noise_and_name_the_cheapest() {
         .fold(0.0, f64::max);
     assert_eq!(n.relative_spread, widest);
     assert_eq!(r.trace.iter().filter(|t| t.strategy == "noise").count(), 6);
-    // The plain algorithm ran beside the refined one and the grid.
-    assert!(r.search.avl_plain.is_some() && r.plain.is_some() && r.plain_rank.is_some());
-    assert!(r.trace.iter().any(|t| t.strategy == "avl-plain"));
+    // The other descent ran beside the picking one and the grid, with the
+    // same race, and the report names it.
+    let other = if report.strategy.avl == "refined" {
+        "plain"
+    } else {
+        "refined"
+    };
+    assert!(r.search.avl_other.is_some() && r.other.is_some() && r.other_rank.is_some());
+    assert_eq!(r.other_avl.as_deref(), Some(other));
+    assert!(r.trace.iter().any(|t| t.strategy == format!("avl-{other}")));
     // The cheapest within the noise never uses more threads than the pick.
     let c = r.cheapest.as_ref().unwrap();
     assert!(

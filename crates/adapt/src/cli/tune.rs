@@ -69,7 +69,15 @@ pub struct Args {
     /// Samples per epoch of the final comparison (default: all, up to 60,000).
     #[arg(long)]
     final_samples: Option<usize>,
-    /// The paper's plain algorithm: no refinement, no re-measuring.
+    /// The AVL descent: plain (the paper's) or refined (sorted-order
+    /// neighbours tried after it); both end with the noise race. Default:
+    /// the one measured better (docs/tuning.md, "Which descent").
+    #[arg(long)]
+    avl: Option<String>,
+    /// No race at the end of the AVL search (single measurements decide).
+    #[arg(long)]
+    no_race: bool,
+    /// The paper's algorithm as published: --avl plain --no-race.
     #[arg(long)]
     plain: bool,
     #[arg(long, default_value_t = 0)]
@@ -128,6 +136,23 @@ impl Args {
         self.pipeline.apply(base)
     }
 
+    /// The AVL search `--avl`, `--no-race` and `--plain` ask for.
+    fn avl_options(&self) -> anyhow::Result<AvlOptions> {
+        if self.plain && self.avl.is_some() {
+            bail!("--plain is --avl plain --no-race: pass one or the other");
+        }
+        if self.plain {
+            return Ok(AvlOptions::plain());
+        }
+        let default = if TuneOptions::DEFAULT_AVL.refine {
+            "refined"
+        } else {
+            "plain"
+        };
+        let descent = self.avl.as_deref().unwrap_or(default);
+        Ok(TuneOptions::avl_named(descent, !self.no_race)?)
+    }
+
     fn options(&self, pipeline: Pipeline) -> anyhow::Result<TuneOptions> {
         let positive = |what: &str, v: f64| -> anyhow::Result<std::time::Duration> {
             if v.is_finite() && v > 0.0 {
@@ -154,11 +179,7 @@ impl Args {
                 epochs: self.trial_epochs,
                 seed: self.seed,
             },
-            avl: if self.plain {
-                AvlOptions::plain()
-            } else {
-                TuneOptions::REFINED_AVL
-            },
+            avl: self.avl_options()?,
             final_repeats: self.final_repeats,
             final_samples: self.final_samples,
             profile: self.profile.clone(),
