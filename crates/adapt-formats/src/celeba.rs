@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 pub const CELEBA_CROP: CropBox = CropBox::new(25, 45, 153, 173);
 /// Shape of an aligned CelebA image (218 rows × 178 columns, RGB).
 pub const CELEBA_IMAGE_SHAPE: Shape = Shape::new(218, 178, 3);
-const IDENTITY: &str = "identity_CelebA.txt";
+/// The identity file's name in a CelebA folder.
+pub const CELEBA_IDENTITY_FILE: &str = "identity_CelebA.txt";
 const IMAGES: &str = "img_align_celeba";
 
 /// How to read CelebA.
@@ -54,7 +55,7 @@ impl CelebA {
     /// `img_align_celeba/`). Parses every identity line (LF or CRLF) and
     /// checks that each listed image exists.
     pub fn open(root: &Path, options: CelebAOptions) -> Result<Self, FormatError> {
-        let id_path = root.join(IDENTITY);
+        let id_path = root.join(CELEBA_IDENTITY_FILE);
         let images = root.join(IMAGES);
         if id_path.exists() {
             // A FIFO or a folder in its place: refused before it is opened.
@@ -238,7 +239,7 @@ impl CelebAWriter {
         &self,
         entries: impl IntoIterator<Item = (&'a str, i64)>,
     ) -> Result<(), FormatError> {
-        write_atomically(&self.root.join(IDENTITY), |w| {
+        write_atomically(&self.root.join(CELEBA_IDENTITY_FILE), |w| {
             for (name, id) in entries {
                 writeln!(w, "{name} {id}")?;
             }

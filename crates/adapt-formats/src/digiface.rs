@@ -102,9 +102,10 @@ impl DigiFace {
             let label = i64::try_from(class)
                 .ok()
                 .and_then(|c| c.checked_add(options.class_offset))
-                .ok_or(FormatError::BadName {
+                .ok_or_else(|| FormatError::LabelOverflow {
                     path: dir.clone(),
-                    reason: "class number plus the class offset does not fit a label",
+                    class,
+                    offset: options.class_offset,
                 })?;
             entries.extend(images.into_iter().map(|(_, path)| Entry { path, label }));
             max_class = Some(class);

@@ -95,6 +95,17 @@ pub enum FormatError {
         /// What is wrong with its name.
         reason: &'static str,
     },
+    /// A class folder whose number plus the label offset (the classes of a
+    /// dataset before it) does not fit a 64-bit label.
+    #[error("{path}: class {class} plus the label offset {offset} does not fit a 64-bit label")]
+    LabelOverflow {
+        /// The class folder.
+        path: PathBuf,
+        /// Its class number.
+        class: u64,
+        /// The offset added to it.
+        offset: i64,
+    },
     /// A path that is not a regular file where one is read (a FIFO would
     /// block forever).
     #[error("{path} is {kind}, not a regular file")]

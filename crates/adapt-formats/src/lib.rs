@@ -23,7 +23,9 @@ mod image_io;
 mod imagefolder;
 mod scaled;
 
-pub use celeba::{CELEBA_CROP, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter};
+pub use celeba::{
+    CELEBA_CROP, CELEBA_IDENTITY_FILE, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter,
+};
 pub use cifar10::{
     CIFAR10_CLASSES, Cifar10, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta,
 };

@@ -92,6 +92,16 @@ pub enum PackError {
         /// The dataset's error.
         source: adapt_dataset::Error,
     },
+    /// A source sample whose encoded bytes do not decode: checked before
+    /// it is packed, so a pack never holds what `load` cannot read.
+    #[error("source sample {index} not packed: {source}")]
+    Undecodable {
+        /// Index in the source dataset.
+        index: usize,
+        /// The decoder's error, naming the source file.
+        #[source]
+        source: adapt_formats::FormatError,
+    },
     /// A source sample has no encoded form (the encoded store needs one).
     #[error("source sample {index} has no encoded form (use --store raw)")]
     NotEncoded {

@@ -301,7 +301,7 @@ fn encoded_of(rec: &Record) -> Encoded {
     }
 }
 
-fn steps_of(crop: &Option<[u32; 4]>, expect: &Option<[u32; 3]>) -> FixedSteps {
+pub(crate) fn steps_of(crop: &Option<[u32; 4]>, expect: &Option<[u32; 3]>) -> FixedSteps {
     FixedSteps {
         crop: crop.map(|[l, t, r, b]| CropBox::new(l, t, r, b)),
         expect: expect.map(|[h, w, c]| Shape::new(h, w, c)),

@@ -5,7 +5,7 @@
 use crate::format::{self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, xxh3};
 use crate::writer::written_by_us;
 use crate::{Codec, PackError, PackOptions, Payload, ShardInfo};
-use adapt_dataset::{Dataset, Layout};
+use adapt_dataset::{Dataset, Encoded, Layout};
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::Path;
@@ -53,6 +53,7 @@ pub(crate) fn record(ds: &dyn Dataset, origin: usize, store: Payload) -> Result<
                 .encoded(origin)
                 .ok_or(PackError::NotEncoded { index: origin })?
                 .map_err(src)?;
+            check_decodes(ds, origin, &e)?;
             let body = Body::Encoded {
                 bytes: e.bytes,
                 crop: e.steps.crop.map(|c| [c.left, c.top, c.right, c.bottom]),
@@ -65,6 +66,27 @@ pub(crate) fn record(ds: &dyn Dataset, origin: usize, store: Payload) -> Result<
             })
         }
     }
+}
+
+thread_local! {
+    /// The sample an encoded record is decoded into before it is packed.
+    static DECODED: std::cell::RefCell<adapt_dataset::Sample> =
+        std::cell::RefCell::new(adapt_dataset::Sample::default());
+}
+
+/// Decodes `e` (source sample `origin`) as `load` will, so an image that
+/// cannot be read is refused when packing, naming its file, not found by
+/// the first epoch.
+fn check_decodes(ds: &dyn Dataset, origin: usize, e: &Encoded) -> Result<(), PackError> {
+    let file = ds.source(origin);
+    DECODED
+        .with_borrow_mut(|s| {
+            adapt_formats::decode_encoded_into(Path::new(&file), &e.bytes, e.steps, s)
+        })
+        .map_err(|source| PackError::Undecodable {
+            index: origin,
+            source,
+        })
 }
 
 thread_local! {

@@ -4,7 +4,7 @@ use crate::PipelineError;
 use adapt_dataset::{Concat, Dataset, Shape};
 use adapt_formats::{
     CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
-    ImageFolder, OpenOptions, Split,
+    FormatError, ImageFolder, OpenOptions, Split,
 };
 use adapt_pack::{PackDataset, ShardStream};
 use adapt_transform::{Mapped, Normalize, Resize};
@@ -224,18 +224,29 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
 /// DigiFace's 112×112 (bilinear) so the two batch together.
 fn celeba_digiface(path: &Path) -> Result<Arc<dyn Dataset>, PipelineError> {
     let celeba = CelebA::open(&path.join("celeba"), CelebAOptions::default())?;
-    let offset = i64::try_from(celeba.num_classes().unwrap_or(0)).map_err(|_| {
+    let identities = path
+        .join("celeba")
+        .join(adapt_formats::CELEBA_IDENTITY_FILE);
+    let classes = celeba.num_classes().unwrap_or(0);
+    let too_large = || {
         PipelineError::Option(format!(
-            "{}: CelebA identities too large to offset DigiFace1M's labels past them",
-            path.join("celeba").display()
+            "{}: CelebA identities up to {} leave no room for DigiFace1M's labels after them \
+             (labels are 64-bit integers)",
+            identities.display(),
+            classes.saturating_sub(1)
         ))
-    })?;
+    };
+    let offset = i64::try_from(classes).map_err(|_| too_large())?;
     let digi = DigiFace::open(
         &path.join("digiface"),
         DigiFaceOptions {
             class_offset: offset,
         },
-    )?;
+    )
+    .map_err(|e| match e {
+        FormatError::LabelOverflow { .. } => too_large(),
+        other => other.into(),
+    })?;
     let resize = Resize::new(DIGIFACE_IMAGE_SIZE, DIGIFACE_IMAGE_SIZE)
         .map_err(|e| PipelineError::Option(e.to_string()))?;
     let parts: Vec<Arc<dyn Dataset>> = vec![Arc::new(Mapped::new(celeba, resize)), Arc::new(digi)];

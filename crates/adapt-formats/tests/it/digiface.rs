@@ -119,3 +119,52 @@ fn palette_and_grey_pngs_become_rgb() {
         vec![0, 0, 0, 85, 85, 85, 170, 170, 170, 255, 255, 255]
     );
 }
+
+/// CRC-32 (IEEE) of a PNG chunk's type and data.
+fn png_crc(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn a_png_whose_image_data_is_short_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_digiface_image(dir.path(), 0, 0, &rgba(0), 112).unwrap();
+    let p = dir.path().join("0/0.png");
+    let bytes = std::fs::read(&p).unwrap();
+    // Rebuild the file with the IDAT chunk's data cut to a third (its CRC
+    // valid), IEND after it: well-formed chunks, short pixel data.
+    let mut out = bytes[..8].to_vec();
+    let mut at = 8;
+    while at + 12 <= bytes.len() {
+        let len = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let kind = &bytes[at + 4..at + 8];
+        let mut data = bytes[at + 8..at + 8 + len].to_vec();
+        if kind == b"IDAT" {
+            data.truncate(len / 3);
+        }
+        out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut body = kind.to_vec();
+        body.extend_from_slice(&data);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&png_crc(&body).to_be_bytes());
+        at += 12 + len;
+    }
+    std::fs::write(&p, &out).unwrap();
+    let ds = DigiFace::open(dir.path(), DigiFaceOptions::default()).unwrap();
+    let err = ds.get(0).unwrap_err();
+    assert!(
+        matches!(err.reader_error::<FormatError>(), Some(FormatError::Decode { path, .. }) if path == &p),
+        "{err}"
+    );
+}

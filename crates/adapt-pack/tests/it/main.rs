@@ -581,3 +581,88 @@ fn a_missing_or_oversized_manifest_is_a_typed_error_naming_the_file() {
         "{err}"
     );
 }
+
+fn celeba_set(dir: &Path, count: usize) -> CelebA {
+    adapt_synth::celeba(
+        dir,
+        adapt_synth::CelebASpec {
+            count,
+            identities: 2,
+            quality: 90,
+            seed: 4,
+        },
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    CelebA::open(dir, CelebAOptions::default()).unwrap()
+}
+
+#[test]
+fn an_undecodable_image_is_refused_when_packing_naming_its_file() {
+    let t = tempfile::tempdir().unwrap();
+    let ce = celeba_set(&t.path().join("ce"), 6);
+    // Cut in half: the file reads fine, the image does not decode.
+    let file = t.path().join("ce/img_align_celeba/000003.jpg");
+    let jpeg = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &jpeg[..jpeg.len() / 2]).unwrap();
+    let out = t.path().join("pack");
+    let err = write_pack(
+        &ce,
+        &source("celeba"),
+        &out,
+        &opts(4, Payload::Encoded),
+        &none,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, PackError::Undecodable { index: 2, .. })
+            && err.to_string().contains("000003.jpg"),
+        "{err}"
+    );
+    assert!(!out.join("manifest.json").exists(), "no pack was published");
+}
+
+/// Rewrites `dir`'s manifest through `edit`.
+fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut m);
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+#[test]
+fn verify_checks_the_manifest_against_every_shard() {
+    let t = tempfile::tempdir().unwrap();
+    let ce = celeba_set(&t.path().join("ce"), 9);
+    let good = t.path().join("good");
+    write_pack(
+        &ce,
+        &source("celeba"),
+        &good,
+        &opts(4, Payload::Encoded),
+        &none,
+    )
+    .unwrap();
+    verify(&good).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit); 4] = [
+        ("samples", |m| m["samples"] = 10.into()),
+        ("shape", |m| m["shape"] = serde_json::json!([64, 64, 3])),
+        ("classes", |m| m["classes"] = 1.into()),
+        ("shard size", |m| m["shard_size"] = 3.into()),
+    ];
+    for (what, edit) in cases {
+        let dir = t.path().join(what.replace(' ', "-"));
+        std::fs::create_dir(&dir).unwrap();
+        for e in std::fs::read_dir(&good).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+        edit_manifest(&dir, edit);
+        let err = verify(&dir).unwrap_err();
+        assert!(
+            matches!(err, PackError::Damaged { .. } | PackError::Manifest { .. }),
+            "{what}: {err}"
+        );
+    }
+}

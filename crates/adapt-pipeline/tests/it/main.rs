@@ -291,6 +291,53 @@ fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
     );
 }
 
+/// CelebA identities so large that DigiFace1M's labels cannot follow them
+/// are refused naming the identity file (it named the folder, or a
+/// DigiFace class folder).
+#[test]
+fn identities_that_leave_no_room_for_digiface_labels_name_the_identity_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = adapt_synth::CelebASpec {
+        count: 2,
+        identities: 1,
+        quality: 90,
+        seed: 1,
+    };
+    adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
+    let spec = adapt_synth::DigiFaceSpec {
+        classes: 2,
+        per_class: 1,
+        seed: 1,
+    };
+    adapt_synth::digiface(
+        &dir.path().join("digiface"),
+        spec,
+        &adapt_synth::no_progress,
+    )
+    .unwrap();
+    let ids = dir
+        .path()
+        .join("celeba")
+        .join(adapt_formats::CELEBA_IDENTITY_FILE);
+    // i64::MAX - 1: the offset fits, DigiFace's class 1 overflows past it;
+    // i64::MAX: the class count itself does not fit a label.
+    for top in [i64::MAX - 1, i64::MAX] {
+        std::fs::write(&ids, format!("000001.jpg 0\n000002.jpg {top}\n")).unwrap();
+        let err = adapt_pipeline::open_dataset(
+            "celeba+digiface",
+            dir.path(),
+            adapt_formats::Split::Train,
+        )
+        .err()
+        .expect("refused")
+        .to_string();
+        assert!(
+            err.contains("identity_CelebA.txt") && err.contains("no room"),
+            "{top}: {err}"
+        );
+    }
+}
+
 #[test]
 fn an_image_folder_of_mixed_sizes_batches_once_resized() {
     let dir = tempfile::tempdir().unwrap();

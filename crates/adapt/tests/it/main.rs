@@ -236,9 +236,12 @@ fn nonsense_reports_are_refused_naming_the_file() {
             c["seconds"] = serde_json::Value::Null;
         }
     }
+    let mut negative: serde_json::Value = serde_json::from_str(good).unwrap();
+    negative["runs"][0]["grid"][3]["seconds"] = serde_json::json!(-0.25);
     for (name, report, says) in [
         ("no-runs.json", no_runs, "no run"),
         ("nulls.json", nulls, "no finite time"),
+        ("negative.json", negative, "-0.25 s"),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, report.to_string()).unwrap();
