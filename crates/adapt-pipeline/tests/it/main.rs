@@ -251,19 +251,20 @@ fn f32_and_u8_outputs_batch_the_same_pixels() {
         assert_eq!(f, f32::from(u) * (1.0 / 255.0));
     }
 }
-#[test]
-fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
+/// `celeba/` (`count` images of `identities`) and `digiface/` (2 classes of
+/// `per_class`) in a new folder, as the seed's `celeba+digiface` reads them.
+fn celeba_and_digiface(count: usize, identities: usize, per_class: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let spec = adapt_synth::CelebASpec {
-        count: 4,
-        identities: 3,
+        count,
+        identities,
         quality: 90,
         seed: 1,
     };
     adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
     let spec = adapt_synth::DigiFaceSpec {
         classes: 2,
-        per_class: 2,
+        per_class,
         seed: 1,
     };
     adapt_synth::digiface(
@@ -272,6 +273,12 @@ fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
         &adapt_synth::no_progress,
     )
     .unwrap();
+    dir
+}
+
+#[test]
+fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
+    let dir = celeba_and_digiface(4, 3, 2);
     let opened =
         adapt_pipeline::open_dataset("celeba+digiface", dir.path(), adapt_formats::Split::Train)
             .unwrap();
@@ -296,25 +303,7 @@ fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
 /// DigiFace class folder).
 #[test]
 fn identities_that_leave_no_room_for_digiface_labels_name_the_identity_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = adapt_synth::CelebASpec {
-        count: 2,
-        identities: 1,
-        quality: 90,
-        seed: 1,
-    };
-    adapt_synth::celeba(&dir.path().join("celeba"), spec, &adapt_synth::no_progress).unwrap();
-    let spec = adapt_synth::DigiFaceSpec {
-        classes: 2,
-        per_class: 1,
-        seed: 1,
-    };
-    adapt_synth::digiface(
-        &dir.path().join("digiface"),
-        spec,
-        &adapt_synth::no_progress,
-    )
-    .unwrap();
+    let dir = celeba_and_digiface(2, 1, 1);
     let ids = dir
         .path()
         .join("celeba")
