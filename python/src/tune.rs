@@ -52,17 +52,17 @@ fn options(d: &Bound<'_, PyDict>) -> PyResult<TuneOptions> {
         seed: get(d, "seed")?.unwrap_or(0),
         ..o.trial
     };
-    let race = get(d, "race")?.unwrap_or(true);
-    if let Some(descent) = get::<String>(d, "avl")? {
-        o.avl = TuneOptions::avl_named(&descent, race).map_err(|e| py_error(e.into()))?;
-    } else if !race {
-        o.avl.noise = TuneOptions::avl_named("plain", false)
-            .map_err(|e| py_error(e.into()))?
-            .noise;
-    }
-    if get(d, "plain")?.unwrap_or(false) {
-        o.avl = adapt::AvlOptions::plain();
-    }
+    let descent = get::<String>(d, "avl")?;
+    o.avl = if get(d, "plain")?.unwrap_or(false) {
+        if descent.is_some() {
+            return Err(err(adapt::engines::tune::TuneError::InvalidOption(
+                "plain=True is avl=\"plain\", race=False: pass one or the other".into(),
+            )));
+        }
+        adapt::AvlOptions::plain()
+    } else {
+        TuneOptions::avl_named(descent.as_deref(), get(d, "race")?.unwrap_or(true)).map_err(err)?
+    };
     o.final_repeats = get(d, "final_repeats")?.unwrap_or(o.final_repeats);
     o.trial_seconds = get::<f64>(d, "trial_seconds")?.filter(|t| *t > 0.0);
     o.noise_repeats = get(d, "noise_repeats")?.unwrap_or(o.noise_repeats);

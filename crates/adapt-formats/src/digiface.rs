@@ -49,56 +49,11 @@ impl DigiFace {
                 what: "DigiFace1M folder",
             });
         }
-        let mut classes = Vec::new();
-        for entry in std::fs::read_dir(root).map_err(FormatError::io(root))? {
-            let entry = entry.map_err(FormatError::io(root))?;
-            let path = entry.path();
-            if !path.is_dir() {
-                continue;
-            }
-            let class =
-                entry
-                    .file_name()
-                    .to_str()
-                    .and_then(number)
-                    .ok_or(FormatError::BadName {
-                        path: path.clone(),
-                        reason: "DigiFace1M class folder name is not a number",
-                    })?;
-            classes.push((class, path));
-        }
-        classes.sort();
-        if let Some(w) = classes.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(FormatError::BadName {
-                path: w[1].1.clone(),
-                reason: "two DigiFace1M class folders name the same number (e.g. 0 and 00)",
-            });
-        }
+        let classes = class_folders(root)?;
         let mut entries = Vec::new();
         let mut max_class = None;
         for (class, dir) in classes {
-            let mut images = Vec::new();
-            for entry in std::fs::read_dir(&dir).map_err(FormatError::io(&dir))? {
-                let entry = entry.map_err(FormatError::io(&dir))?;
-                let path = entry.path();
-                if path
-                    .extension()
-                    .is_none_or(|e| !e.eq_ignore_ascii_case("png"))
-                    || !path.is_file()
-                {
-                    continue;
-                }
-                let n = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .and_then(number)
-                    .ok_or(FormatError::BadName {
-                        path: path.clone(),
-                        reason: "DigiFace1M image name is not a number",
-                    })?;
-                images.push((n, path));
-            }
-            images.sort();
+            let images = images_in(&dir)?;
             let label = i64::try_from(class)
                 .ok()
                 .and_then(|c| c.checked_add(options.class_offset))
@@ -129,6 +84,63 @@ impl DigiFace {
         check_index(index, self.entries.len())?;
         Ok(&self.entries[index].path)
     }
+}
+
+/// The class folders of `root`, by class number (a non-number or two
+/// folders naming one number are errors naming the folder).
+fn class_folders(root: &Path) -> Result<Vec<(u64, PathBuf)>, FormatError> {
+    let mut classes = Vec::new();
+    for entry in std::fs::read_dir(root).map_err(FormatError::io(root))? {
+        let entry = entry.map_err(FormatError::io(root))?;
+        let path = entry.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let class = entry
+            .file_name()
+            .to_str()
+            .and_then(number)
+            .ok_or(FormatError::BadName {
+                path: path.clone(),
+                reason: "DigiFace1M class folder name is not a number",
+            })?;
+        classes.push((class, path));
+    }
+    classes.sort();
+    if let Some(w) = classes.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(FormatError::BadName {
+            path: w[1].1.clone(),
+            reason: "two DigiFace1M class folders name the same number (e.g. 0 and 00)",
+        });
+    }
+    Ok(classes)
+}
+
+/// The `.png` images of a class folder, by image number.
+fn images_in(dir: &Path) -> Result<Vec<(u64, PathBuf)>, FormatError> {
+    let mut images = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(FormatError::io(dir))? {
+        let entry = entry.map_err(FormatError::io(dir))?;
+        let path = entry.path();
+        if path
+            .extension()
+            .is_none_or(|e| !e.eq_ignore_ascii_case("png"))
+            || !path.is_file()
+        {
+            continue;
+        }
+        let n = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(number)
+            .ok_or(FormatError::BadName {
+                path: path.clone(),
+                reason: "DigiFace1M image name is not a number",
+            })?;
+        images.push((n, path));
+    }
+    images.sort();
+    Ok(images)
 }
 
 impl Dataset for DigiFace {

@@ -97,6 +97,11 @@ pub struct TuneOptions {
     pub space: crate::SpaceKind,
 }
 
+/// What reports call an AVL descent: `refined` or `plain`.
+pub(crate) fn descent_name(avl: &AvlOptions) -> &'static str {
+    if avl.refine { "refined" } else { "plain" }
+}
+
 impl TuneOptions {
     /// The AVL options of a live run: refined, with the noise race.
     pub const REFINED_AVL: AvlOptions = AvlOptions {
@@ -118,14 +123,15 @@ impl TuneOptions {
     /// (`docs/tuning.md`, "Which descent").
     pub const DEFAULT_AVL: AvlOptions = Self::REFINED_AVL;
 
-    /// The AVL options for the descent named `plain` or `refined`, with
-    /// the race unless `race` is false (`plain` without it is the paper's
-    /// algorithm as published).
-    pub fn avl_named(descent: &str, race: bool) -> Result<AvlOptions, TuneError> {
+    /// The AVL options for the descent named `plain` or `refined` (`None`:
+    /// the default's), with the race unless `race` is false (`plain`
+    /// without it is the paper's algorithm as published).
+    pub fn avl_named(descent: Option<&str>, race: bool) -> Result<AvlOptions, TuneError> {
         let mut avl = match descent {
-            "plain" => Self::PLAIN_AVL,
-            "refined" => Self::REFINED_AVL,
-            other => {
+            None => Self::DEFAULT_AVL,
+            Some("plain") => Self::PLAIN_AVL,
+            Some("refined") => Self::REFINED_AVL,
+            Some(other) => {
                 return Err(TuneError::InvalidOption(format!(
                     "unknown AVL descent {other:?}: plain or refined"
                 )));
@@ -171,7 +177,7 @@ impl TuneOptions {
     pub(crate) fn record(&self) -> StrategyRecord {
         StrategyRecord {
             search: self.strategy.name().into(),
-            avl: if self.avl.refine { "refined" } else { "plain" }.into(),
+            avl: descent_name(&self.avl).into(),
             noise_threshold: self.avl.noise.threshold,
             threshold_from: if self.noise_repeats >= 2 && self.avl.noise.threshold > 0.0 {
                 "measured"

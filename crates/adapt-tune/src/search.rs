@@ -83,11 +83,6 @@ pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
     }
 }
 
-/// What reports call an AVL descent: `refined` or `plain`.
-pub(crate) fn avl_name(avl: &AvlOptions) -> &'static str {
-    if avl.refine { "refined" } else { "plain" }
-}
-
 /// Runs the searches `strategy` asks for (none for the AVL part when a
 /// profile entry is `saved`). `label` prefixes the progress lines.
 pub(crate) fn run_searches<O: Objective>(
@@ -125,7 +120,7 @@ pub(crate) fn run_searches<O: Objective>(
     // beside the one that picks, so the two are compared on one run.
     if strategy == Strategy::Both && saved.is_none() {
         let other = other_avl(avl);
-        let name = avl_name(&other);
+        let name = crate::options::descent_name(&other);
         let mut rep = Reporting::new(&mut *objective, format!("{label} {name} avl"), progress);
         let r = avl_search(space.space(), &mut rep, &other);
         found

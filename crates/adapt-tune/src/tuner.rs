@@ -373,7 +373,7 @@ pub(crate) fn tune_one<O: Objective>(
         other_rank: found.grid_rank(&ctx.space, found.other),
         other_avl: found
             .other
-            .map(|_| crate::search::avl_name(&crate::search::other_avl(&avl)).to_string()),
+            .map(|_| crate::options::descent_name(&crate::search::other_avl(&avl)).to_string()),
         grid_size: all.len(),
         pruned: infeasible,
         grid: found.grid_ranked(),

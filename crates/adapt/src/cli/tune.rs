@@ -144,13 +144,7 @@ impl Args {
         if self.plain {
             return Ok(AvlOptions::plain());
         }
-        let default = if TuneOptions::DEFAULT_AVL.refine {
-            "refined"
-        } else {
-            "plain"
-        };
-        let descent = self.avl.as_deref().unwrap_or(default);
-        Ok(TuneOptions::avl_named(descent, !self.no_race)?)
+        Ok(TuneOptions::avl_named(self.avl.as_deref(), !self.no_race)?)
     }
 
     fn options(&self, pipeline: Pipeline) -> anyhow::Result<TuneOptions> {
