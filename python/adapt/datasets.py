@@ -21,7 +21,7 @@ import pickle
 import numpy as np
 
 __all__ = ["CIFAR10", "CIFAR100", "CelebA", "DigiFace1M", "ImageFolder", "Pack", "CelebADigiFace",
-           "Concat"]
+           "Concat", "WebDataset"]
 
 
 def _refuse_download(download, what, layout):
@@ -245,6 +245,53 @@ class Pack(_Spec):
     """A pack written by `cargo xtask pack` (sharded, checksummed)."""
 
     kind = "pack"
+
+
+class WebDataset(_Spec):
+    """WebDataset `.tar` shards read in place: members sharing a key form a
+    sample (WebDataset's grouping), `image` is the image member's extension
+    (alternatives separated by `;`, as WebDataset's `to_tuple("jpg;png")`),
+    `label` the label member's (an integer in ASCII, as `TarWriter` writes
+    `cls`; `None` for unlabelled shards, labels -1).
+
+    `urls` is a shard list as WebDataset users write it: a path, a brace
+    pattern (`"shards-{000000..000099}.tar"`), `::`-separated paths, a list
+    of those, or a folder of `.tar` files. Shards are indexed once at open
+    (member offsets, as `wids`), so samples are read by random access:
+    shuffling, exact resume and any world size work as for packs;
+    `DataLoader(..., stream=N)` reads them shard by shard instead, through
+    a shuffle buffer of N samples. Local files only, so far; gzipped
+    shards (`.tar.gz`) are not read.
+    """
+
+    kind = "webdataset"
+
+    def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, resize=None):
+        if isinstance(urls, (str, os.PathLike)):
+            urls = [urls]
+        urls = [os.fspath(u) for u in urls]
+        if not urls or not all(isinstance(u, str) and u for u in urls):
+            raise TypeError("urls must be a shard path or pattern, or a list of them")
+        for u in urls:
+            if "://" in u:
+                raise ValueError(f"{u}: WebDataset shards are read from local files only so far "
+                                 "(pack them with `python -m adapt pack --dataset webdataset` to "
+                                 "read them from object storage)")
+        if not isinstance(image, str) or not image:
+            raise TypeError("image must be an extension such as 'jpg' or 'jpg;png'")
+        if label is not None and not isinstance(label, str):
+            raise TypeError("label must be an extension such as 'cls', or None")
+        super().__init__("::".join(os.path.abspath(u) for u in urls), resize=resize)
+        self.urls, self.image, self.label = urls, image, label
+
+    def _spec(self):
+        s = super()._spec()
+        s["path"] = self.root
+        s["webdataset"] = {"image": self.image, "label": self.label}
+        return s
+
+    def __repr__(self):
+        return f"WebDataset({self.urls!r}, image={self.image!r}, label={self.label!r})"
 
 
 class CelebADigiFace(_Spec):

@@ -3,7 +3,8 @@
 //! [`Sample`] with its [`Shape`] and [`Layout`], the encoded form of a sample
 //! with its format's fixed steps ([`Encoded`], [`FixedSteps`], [`CropBox`]),
 //! the reduced-decode seam ([`ScaledDecode`]), [`Concat`] of datasets, the
-//! epoch permutation and the shared [`Error`].
+//! epoch permutation, the shard-streaming order ([`ShardOrder`]) and the
+//! shared [`Error`].
 //!
 //! This crate is not for reading files or processing images: it does no I/O
 //! and has no policy on where data lives (readers are in `adapt-formats`),
@@ -40,6 +41,7 @@ mod permutation;
 mod sample;
 mod sampler;
 mod shaped;
+mod shard_order;
 mod subset;
 
 pub use concat::Concat;
@@ -50,6 +52,7 @@ pub use permutation::{fnv1a, permutation};
 pub use sample::{Layout, Sample, SampleView, Shape};
 pub use sampler::Sampler;
 pub use shaped::Shaped;
+pub use shard_order::ShardOrder;
 pub use subset::Subset;
 
 use std::sync::Arc;

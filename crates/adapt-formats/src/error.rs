@@ -157,6 +157,30 @@ pub enum FormatError {
         /// What is wrong.
         reason: String,
     },
+    /// A WebDataset shard whose member (or the sample it belongs to) cannot
+    /// be read as WebDataset defines it.
+    #[error("{shard}: member {member}: {reason}")]
+    TarMember {
+        /// The shard (`.tar` file).
+        shard: PathBuf,
+        /// The member's name in the shard (or the sample's key).
+        member: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A WebDataset key whose members are split across two shards.
+    #[error(
+        "key {key:?} has members at the end of {first} and at the start of {second}: a sample \
+         must lie in one shard"
+    )]
+    SplitKey {
+        /// The key (`__key__`).
+        key: String,
+        /// The shard its first members are in.
+        first: PathBuf,
+        /// The next shard, which holds more of its members.
+        second: PathBuf,
+    },
     /// A fixed step (crop, conversion) failed on a decoded image.
     #[error("{path}: {source}")]
     Transform {

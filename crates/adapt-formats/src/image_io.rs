@@ -19,11 +19,25 @@ thread_local! {
 /// RGBA, palette and 16-bit images are converted to 8-bit RGB as PIL's
 /// `convert('RGB')` does. The label is left untouched.
 pub fn read_rgb_into(path: &Path, out: &mut Sample) -> Result<(), FormatError> {
-    FILE_BYTES.with_borrow_mut(|bytes| {
-        bytes.clear();
+    decode_filled(path, out, |bytes| {
         open_regular(path)?
             .read_to_end(bytes)
-            .map_err(FormatError::io(path))?;
+            .map(drop)
+            .map_err(FormatError::io(path))
+    })
+}
+
+/// Decodes as [`decode_rgb_into`] the bytes `fill` writes into this
+/// thread's reused read buffer (cleared first): a reader that fetches an
+/// image from elsewhere (a tar member) allocates nothing per image.
+pub(crate) fn decode_filled(
+    path: &Path,
+    out: &mut Sample,
+    fill: impl FnOnce(&mut Vec<u8>) -> Result<(), FormatError>,
+) -> Result<(), FormatError> {
+    FILE_BYTES.with_borrow_mut(|bytes| {
+        bytes.clear();
+        fill(bytes)?;
         decode_rgb_into(path, bytes, out)
     })
 }

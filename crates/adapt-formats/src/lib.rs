@@ -1,7 +1,8 @@
 //! Readers (and, beside each, a writer) for the real on-disk layouts of the
 //! datasets adapt loads: CIFAR-10's binary batches, CelebA (aligned) with its
 //! identity file and fixed crop, DigiFace1M's class folders of RGBA PNGs, and
-//! a generic class-per-folder image tree as torchvision's `ImageFolder`.
+//! a generic class-per-folder image tree as torchvision's `ImageFolder`, and
+//! WebDataset `.tar` shards read in place through a member index.
 //!
 //! Each reader implements [`adapt_dataset::Dataset`] and is meant to run
 //! unchanged on the real datasets. A sample comes out after the format's own
@@ -22,6 +23,7 @@ mod error;
 mod image_io;
 mod imagefolder;
 mod scaled;
+mod webdataset;
 
 pub use celeba::{
     CELEBA_CROP, CELEBA_IDENTITY_FILE, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter,
@@ -37,5 +39,9 @@ pub use image_io::{
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 pub use scaled::reduced_decoder;
+pub use webdataset::{
+    MAX_MEMBER_BYTES, MAX_SHARDS, WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions,
+    WebDatasetWriter, expand_braces, shard_list, split_name,
+};
 mod registry;
 pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

@@ -2,6 +2,7 @@
 
 use crate::{
     CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split,
+    WebDataset, WebDatasetOptions,
 };
 use adapt_dataset::Dataset;
 use adapt_transform::Normalize;
@@ -21,15 +22,18 @@ pub enum DatasetKind {
     DigiFace,
     /// A class-per-folder image tree.
     ImageFolder,
+    /// WebDataset `.tar` shards (a folder, a `::` list, brace patterns).
+    WebDataset,
 }
 
 impl DatasetKind {
     /// Every kind, in the order the command line lists them.
-    pub const ALL: [DatasetKind; 4] = [
+    pub const ALL: [DatasetKind; 5] = [
         DatasetKind::Cifar10,
         DatasetKind::CelebA,
         DatasetKind::DigiFace,
         DatasetKind::ImageFolder,
+        DatasetKind::WebDataset,
     ];
 
     /// The name used on the command line.
@@ -39,6 +43,7 @@ impl DatasetKind {
             DatasetKind::CelebA => "celeba",
             DatasetKind::DigiFace => "digiface",
             DatasetKind::ImageFolder => "imagefolder",
+            DatasetKind::WebDataset => "webdataset",
         }
     }
 
@@ -49,7 +54,9 @@ impl DatasetKind {
         let (mean, std) = match self {
             DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
             DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
-            DatasetKind::ImageFolder => ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+            DatasetKind::ImageFolder | DatasetKind::WebDataset => {
+                ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+            }
         };
         match Normalize::new(&mean, &std) {
             Ok(n) => n,
@@ -67,7 +74,9 @@ impl fmt::Display for DatasetKind {
 
 /// An unknown format name.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder")]
+#[error(
+    "unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder, webdataset"
+)]
 pub struct UnknownDataset(pub String);
 
 impl FromStr for DatasetKind {
@@ -81,7 +90,7 @@ impl FromStr for DatasetKind {
 }
 
 /// Options that apply to some formats only.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct OpenOptions {
     /// CIFAR-10 split.
     pub split: Split,
@@ -89,10 +98,12 @@ pub struct OpenOptions {
     pub celeba: CelebAOptions,
     /// DigiFace1M options (class offset).
     pub digiface: DigiFaceOptions,
+    /// WebDataset options (which members are the image and the label).
+    pub webdataset: WebDatasetOptions,
 }
 
 /// Opens the dataset of format `kind` at `path` (the folder holding the
-/// format's files).
+/// format's files; for WebDataset, the shard list as its users write it).
 pub fn open(
     kind: DatasetKind,
     path: &Path,
@@ -103,5 +114,9 @@ pub fn open(
         DatasetKind::CelebA => Arc::new(CelebA::open(path, options.celeba)?),
         DatasetKind::DigiFace => Arc::new(DigiFace::open(path, options.digiface)?),
         DatasetKind::ImageFolder => Arc::new(ImageFolder::open(path)?),
+        DatasetKind::WebDataset => Arc::new(WebDataset::open(
+            &path.to_string_lossy(),
+            &options.webdataset,
+        )?),
     })
 }

@@ -72,6 +72,11 @@ pub fn targets() -> Vec<Target> {
             seeds: checkpoint_seeds,
             run: checkpoint_run,
         },
+        Target {
+            name: "webdataset-shard",
+            seeds: webdataset_seeds,
+            run: webdataset_run,
+        },
     ]
 }
 
@@ -166,6 +171,39 @@ fn image_run(input: &[u8]) -> bool {
     write(&t.path().join("a").join("x.png"), input);
     match ImageFolder::open(t.path()) {
         Ok(f) => read_all(&f),
+        Err(_) => false,
+    }
+}
+
+/// WebDataset shards written by our writer: a PNG and a JPEG sample with
+/// labels and captions, and one of a long (GNU) member name.
+fn webdataset_seeds() -> Vec<Vec<u8>> {
+    let shard = |samples: &[(&str, &str, Vec<u8>)]| {
+        let t = tmp();
+        let mut w = adapt_formats::WebDatasetWriter::new(t.path(), "s", 100)
+            .unwrap_or_else(|e| panic!("harness: {e}"));
+        for (key, ext, image) in samples {
+            w.write(key, &[(ext, image), ("cls", b"3"), ("txt", b"a caption")])
+                .unwrap_or_else(|e| panic!("harness: {e}"));
+        }
+        let written = w.finish().unwrap_or_else(|e| panic!("harness: {e}"));
+        std::fs::read(&written[0]).unwrap_or_else(|e| panic!("harness: {e}"))
+    };
+    let png = image_seeds().swap_remove(0);
+    let long = format!("{}/x", "d".repeat(150));
+    vec![
+        shard(&[("a", "png", png.clone()), ("b", "jpg", jpeg(16, 12))]),
+        shard(&[(&long, "png", png)]),
+    ]
+}
+
+fn webdataset_run(input: &[u8]) -> bool {
+    let t = tmp();
+    let path = t.path().join("shard.tar");
+    write(&path, input);
+    let options = adapt_formats::WebDatasetOptions::default();
+    match adapt_formats::WebDataset::open(&path.display().to_string(), &options) {
+        Ok(ds) => read_all(&ds),
         Err(_) => false,
     }
 }

@@ -30,7 +30,9 @@ mod parse;
 mod spec;
 
 pub use error::PipelineError;
-pub use open::{DatasetSpec, OpenedDataset, dataset_fingerprint, open_dataset};
+pub use open::{
+    DatasetSpec, OpenedDataset, WebDatasetSpec, dataset_fingerprint, open_dataset, open_webdataset,
+};
 pub use parse::parse_transforms;
 pub use spec::{Size, TransformSpec, transforms_text};
 
@@ -202,7 +204,14 @@ impl Pipeline {
                 let joined = parts.join(",");
                 dataset_fingerprint("concat", std::path::Path::new(&joined), ds)
             }
-            _ => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, ds),
+            _ => match &self.dataset.webdataset {
+                // The members read are part of what the data is.
+                Some(m) => {
+                    let kind = format!("{}[{}|{:?}]", self.dataset.kind, m.image, m.label);
+                    dataset_fingerprint(&kind, &self.dataset.path, ds)
+                }
+                None => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, ds),
+            },
         }
     }
 }

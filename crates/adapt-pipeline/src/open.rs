@@ -1,10 +1,10 @@
 //! Datasets by name: what `--dataset KIND --path DIR` opens.
 
 use crate::PipelineError;
-use adapt_dataset::{Concat, Dataset, Shape};
+use adapt_dataset::{Concat, Dataset, Shape, ShardOrder};
 use adapt_formats::{
     CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
-    FormatError, ImageFolder, OpenOptions, Split,
+    FormatError, ImageFolder, OpenOptions, Split, WebDataset, WebDatasetOptions,
 };
 use adapt_pack::{PackDataset, ShardStream};
 use adapt_transform::{Mapped, Normalize, Resize};
@@ -16,9 +16,10 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatasetSpec {
     /// `cifar10`, `celeba`, `digiface`, `celeba+digiface` (a folder holding
-    /// `celeba/` and `digiface/`), `imagefolder` or `pack`.
+    /// `celeba/` and `digiface/`), `imagefolder`, `webdataset` or `pack`.
     pub kind: String,
-    /// The folder holding the format's files.
+    /// The folder holding the format's files (WebDataset: the shards as its
+    /// users name them — a folder, `::`-separated files, brace patterns).
     pub path: PathBuf,
     /// CIFAR-10's split: `train` (default) or `test`.
     #[serde(default)]
@@ -32,6 +33,30 @@ pub struct DatasetSpec {
     /// unchanged, as PyTorch's `ConcatDataset`); `path` is then unused.
     #[serde(default)]
     pub parts: Vec<DatasetSpec>,
+    /// For kind `webdataset`: which members are the image and the label
+    /// (`None`: `jpg;jpeg;png;webp` and `cls`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webdataset: Option<WebDatasetSpec>,
+}
+
+/// Which members of a WebDataset sample are read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebDatasetSpec {
+    /// The image member's extension, alternatives separated by `;`.
+    pub image: String,
+    /// The label member's extension (an integer in ASCII); `None`: no
+    /// labels (-1).
+    pub label: Option<String>,
+}
+
+impl Default for WebDatasetSpec {
+    fn default() -> Self {
+        let o = WebDatasetOptions::default();
+        Self {
+            image: o.image,
+            label: o.label,
+        }
+    }
 }
 
 impl DatasetSpec {
@@ -43,6 +68,7 @@ impl DatasetSpec {
             test_split: false,
             resize: None,
             parts: Vec::new(),
+            webdataset: None,
         }
     }
 
@@ -64,7 +90,12 @@ impl DatasetSpec {
         } else {
             Split::Train
         };
-        let opened = open_dataset(&self.kind, &self.path, split)?;
+        let opened = match &self.webdataset {
+            Some(members) if self.kind.eq_ignore_ascii_case("webdataset") => {
+                open_webdataset(&self.path, members)?
+            }
+            _ => open_dataset(&self.kind, &self.path, split)?,
+        };
         match self.resize {
             Some((w, h)) => opened.resized(w, h),
             None => Ok(opened),
@@ -90,6 +121,7 @@ impl DatasetSpec {
             normalize,
             pack: None,
             class_names: None,
+            shards: None,
         })
     }
 }
@@ -104,13 +136,18 @@ pub struct OpenedDataset {
     pub pack: Option<Arc<PackDataset>>,
     /// Class names, when the format has them.
     pub class_names: Option<Vec<String>>,
+    /// The samples of each shard, for sharded loose data (WebDataset) that
+    /// can be streamed shard by shard.
+    pub shards: Option<Vec<std::ops::Range<usize>>>,
 }
 
 fn normalize_of(kind: DatasetKind) -> (Vec<f32>, Vec<f32>) {
     let (mean, std) = match kind {
         DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
         DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
-        DatasetKind::ImageFolder => ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        DatasetKind::ImageFolder | DatasetKind::WebDataset => {
+            ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+        }
     };
     (mean.to_vec(), std.to_vec())
 }
@@ -133,42 +170,52 @@ impl OpenedDataset {
         Normalize::new(&self.normalize.0, &self.normalize.1).ok()
     }
 
-    /// Prepares a pack for a loader with this configuration: shard-by-shard
-    /// streaming (`stream` = shuffle buffer in samples) as the sampler, and a
-    /// frame cache sized so each frame is decompressed once per epoch. `None`
-    /// for random access. Loose files refuse `stream`.
-    pub fn pack_sampler(
+    /// Prepares sharded data for a loader with this configuration:
+    /// shard-by-shard streaming (`stream` = shuffle buffer in samples) as
+    /// the sampler, this rank's share when `rank` = (rank, world size) is
+    /// given, and for a pack a frame cache sized so each frame is
+    /// decompressed once per epoch. `None` for random access. Data without
+    /// shards (loose files) refuses `stream`.
+    pub fn stream_sampler(
         &self,
         stream: Option<usize>,
         seed: u64,
-        num_workers: usize,
-        prefetch_factor: Option<usize>,
+        rank: Option<(usize, usize)>,
+        knobs: (usize, Option<usize>),
         batch_size: usize,
     ) -> Result<Option<Arc<dyn adapt_loader::Sampler>>, PipelineError> {
-        match (stream, &self.pack) {
-            (Some(buffer), Some(pack)) => {
+        let (num_workers, prefetch_factor) = knobs;
+        let (rank, world) = rank.unwrap_or((0, 1));
+        match (stream, &self.pack, &self.shards) {
+            (Some(buffer), Some(pack), _) => {
                 // Every frame the buffer and the batches in flight touch stays
                 // decompressed, so each frame is read once per epoch.
                 let in_flight = num_workers * prefetch_factor.unwrap_or(2) + 1;
                 let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
                 pack.set_cache_frames(pack.frames_for(samples));
-                Ok(Some(Arc::new(ShardStream::new(pack, seed, buffer))))
+                let order = ShardStream::new(pack, seed, buffer).with_rank(rank, world);
+                Ok(Some(Arc::new(order)))
             }
-            (Some(_), None) => Err(PipelineError::Option(
-                "--stream reads packs only (--dataset pack)".into(),
+            (Some(buffer), None, Some(shards)) => {
+                let order = ShardOrder::new(shards.clone(), seed, buffer).with_rank(rank, world);
+                Ok(Some(Arc::new(order)))
+            }
+            (Some(_), None, None) => Err(PipelineError::Option(
+                "--stream reads sharded data only (--dataset pack or webdataset)".into(),
             )),
-            (None, Some(pack)) => {
+            (None, Some(pack), _) => {
                 pack.set_cache_frames(pack.frames_for(num_workers.max(1) * 2));
                 Ok(None)
             }
-            (None, None) => Ok(None),
+            (None, None, _) => Ok(None),
         }
     }
 }
 
 /// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
 /// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
-/// labels offset past CelebA's —, `imagefolder`, `pack`). A pack may be
+/// labels offset past CelebA's —, `imagefolder`, `webdataset` with its
+/// default members, `pack`). A pack may be
 /// `s3://bucket/prefix`, read with `adapt_remote::default_options()`.
 pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, PipelineError> {
     let remote = path.to_str().is_some_and(adapt_remote::is_remote);
@@ -179,6 +226,10 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
             path.display()
         )));
     }
+    let webdataset = kind.eq_ignore_ascii_case("webdataset");
+    if webdataset {
+        return open_webdataset(path, &WebDatasetSpec::default());
+    }
     if !remote && !path.exists() {
         return Err(PipelineError::MissingPath(path.to_owned()));
     }
@@ -187,6 +238,7 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
         normalize: normalize_of(k),
         pack: None,
         class_names: None,
+        shards: None,
     };
     match kind.to_ascii_lowercase().as_str() {
         "celeba+digiface" => Ok(plain(celeba_digiface(path)?, DatasetKind::CelebA)),
@@ -217,6 +269,35 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
             ))
         }
     }
+}
+
+/// WebDataset shards (`path` as WebDataset's users write a shard list)
+/// with the given members; normalised with ImageNet's statistics.
+pub fn open_webdataset(
+    path: &Path,
+    members: &WebDatasetSpec,
+) -> Result<OpenedDataset, PipelineError> {
+    let spec = path.to_str().ok_or_else(|| {
+        PipelineError::Option(format!("{}: shard list is not UTF-8", path.display()))
+    })?;
+    if adapt_remote::is_remote(spec) {
+        return Err(PipelineError::Option(format!(
+            "{spec}: WebDataset shards are read from local files only so far (pack them with \
+             `pack --dataset webdataset` to read them from object storage)"
+        )));
+    }
+    let options = WebDatasetOptions {
+        image: members.image.clone(),
+        label: members.label.clone(),
+    };
+    let dataset = WebDataset::open(spec, &options)?;
+    Ok(OpenedDataset {
+        shards: Some(dataset.shard_ranges()),
+        dataset: Arc::new(dataset),
+        normalize: normalize_of(DatasetKind::WebDataset),
+        pack: None,
+        class_names: None,
+    })
 }
 
 /// `celeba/` and `digiface/` in `path`, concatenated: DigiFace1M's labels
@@ -286,6 +367,7 @@ fn open_pack(path: &Path, remote: bool) -> Result<OpenedDataset, PipelineError> 
         normalize,
         pack: Some(pack),
         class_names,
+        shards: None,
     })
 }
 

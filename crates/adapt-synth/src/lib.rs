@@ -1,6 +1,7 @@
 //! Seeded, photo-like synthetic datasets written in the real on-disk layouts
 //! (CIFAR-10 binary batches, CelebA identity file + JPEGs, DigiFace1M class
-//! folders of RGBA PNGs) through the writers of `adapt-formats`. Nothing can
+//! folders of RGBA PNGs, image folders, WebDataset tar shards) through the
+//! writers of `adapt-formats`. Nothing can
 //! be downloaded on the machines adapt is built on; this is how the xtask,
 //! tests and benches get data that the real readers read unchanged.
 //!
@@ -17,8 +18,8 @@ mod paint;
 pub use paint::{Painter, photo};
 
 use adapt_formats::{
-    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, write_batch,
-    write_digiface_image, write_meta,
+    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, WebDatasetWriter,
+    write_batch, write_digiface_image, write_meta,
 };
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -288,6 +289,23 @@ pub fn imagefolder(
     spec: ImageFolderSpec,
     progress: Progress<'_>,
 ) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    (0..spec.classes * spec.per_class)
+        .into_par_iter()
+        .try_for_each(|i| {
+            let (class, n) = (i / spec.per_class, i % spec.per_class);
+            let wnid = wnid(class);
+            let dir = root.join(&wnid);
+            create_dir(&dir)?;
+            let path = dir.join(format!("{wnid}_{n}.JPEG"));
+            let jpeg = folder_jpeg(&spec, i, &path)?;
+            adapt_formats::write_atomically(&path, |out| out.write_all(&jpeg))?;
+            progress(1);
+            Ok(())
+        })
+}
+
+fn check_folder_spec(spec: &ImageFolderSpec) -> Result<(), SynthError> {
     if spec.classes == 0
         || spec.per_class == 0
         || spec.width < 8
@@ -298,24 +316,58 @@ pub fn imagefolder(
             "an image folder needs classes and images, sides of at least 8 and a JPEG quality in 1..=100; got {spec:?}"
         )));
     }
-    (0..spec.classes * spec.per_class)
-        .into_par_iter()
-        .try_for_each(|i| {
-            let (class, n) = (i / spec.per_class, i % spec.per_class);
-            let wnid = format!("n{:08}", 1_000_000 + class * 7_919);
-            let dir = root.join(&wnid);
-            create_dir(&dir)?;
-            let mut p = Painter::new(spec.seed, "imagefolder", i as u64);
-            let shrink = |v: u32, p: &mut Painter| v - p.below(u64::from(v / 10) + 1) as u32;
-            let (mut w, mut h) = (shrink(spec.width, &mut p), shrink(spec.height, &mut p));
-            if p.below(5) == 0 {
-                std::mem::swap(&mut w, &mut h);
-            }
-            let rgb = p.photo(w, h, class as u64);
-            let path = dir.join(format!("{wnid}_{n}.JPEG"));
-            let jpeg = adapt_formats::encode_jpeg(&path, &rgb, w, h, spec.quality)?;
-            adapt_formats::write_atomically(&path, |out| out.write_all(&jpeg))?;
+    Ok(())
+}
+
+/// Class `class`'s folder name, ImageNet-like (`n01000000`).
+fn wnid(class: usize) -> String {
+    format!("n{:08}", 1_000_000 + class * 7_919)
+}
+
+/// Image `i` of an image folder (or of its WebDataset), encoded.
+fn folder_jpeg(spec: &ImageFolderSpec, i: usize, path: &Path) -> Result<Vec<u8>, SynthError> {
+    let class = i / spec.per_class;
+    let mut p = Painter::new(spec.seed, "imagefolder", i as u64);
+    let shrink = |v: u32, p: &mut Painter| v - p.below(u64::from(v / 10) + 1) as u32;
+    let (mut w, mut h) = (shrink(spec.width, &mut p), shrink(spec.height, &mut p));
+    if p.below(5) == 0 {
+        std::mem::swap(&mut w, &mut h);
+    }
+    let rgb = p.photo(w, h, class as u64);
+    Ok(adapt_formats::encode_jpeg(path, &rgb, w, h, spec.quality)?)
+}
+
+/// Samples per shard of a generated WebDataset.
+pub const WEBDATASET_SHARD_SAMPLES: usize = 1000;
+
+/// The same images as [`imagefolder`] with `spec` (byte for byte), as
+/// WebDataset shards `root/train-NNNNNN.tar` of
+/// [`WEBDATASET_SHARD_SAMPLES`] samples: members `WNID_N.jpg` and
+/// `WNID_N.cls` (the class, as WebDataset's `TarWriter` writes it), in class
+/// order.
+pub fn webdataset(
+    root: &Path,
+    spec: ImageFolderSpec,
+    progress: Progress<'_>,
+) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    let mut writer = WebDatasetWriter::new(root, "train", WEBDATASET_SHARD_SAMPLES)?;
+    let total = spec.classes * spec.per_class;
+    for chunk_start in (0..total).step_by(WEBDATASET_SHARD_SAMPLES) {
+        let chunk: Vec<usize> =
+            (chunk_start..total.min(chunk_start + WEBDATASET_SHARD_SAMPLES)).collect();
+        let jpegs: Vec<Vec<u8>> = chunk
+            .par_iter()
+            .map(|&i| folder_jpeg(&spec, i, &root.join(format!("{i}.jpg"))))
+            .collect::<Result<_, _>>()?;
+        for (&i, jpeg) in chunk.iter().zip(&jpegs) {
+            let class = i / spec.per_class;
+            let cls = class.to_string();
+            let key = format!("{}_{}", wnid(class), i % spec.per_class);
+            writer.write(&key, &[("jpg", jpeg), ("cls", cls.as_bytes())])?;
             progress(1);
-            Ok(())
-        })
+        }
+    }
+    writer.finish()?;
+    Ok(())
 }

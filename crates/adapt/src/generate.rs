@@ -17,7 +17,8 @@ pub struct Request {
     pub count: Option<usize>,
     /// Seed of every image and label.
     pub seed: u64,
-    /// Image folders: typical (width, height).
+    /// Image folders (and WebDataset shards of the same images): typical
+    /// (width, height).
     pub size: Option<(u32, u32)>,
     /// Image folders: class folders.
     pub classes: Option<usize>,
@@ -47,7 +48,7 @@ impl Request {
                 let s = self.digiface();
                 s.classes * s.per_class
             }
-            DatasetKind::ImageFolder => {
+            DatasetKind::ImageFolder | DatasetKind::WebDataset => {
                 let s = self.imagefolder();
                 s.classes * s.per_class
             }
@@ -61,6 +62,7 @@ impl Request {
             DatasetKind::CelebA => "CelebA images",
             DatasetKind::DigiFace => "DigiFace1M images",
             DatasetKind::ImageFolder => "JPEGs in class folders",
+            DatasetKind::WebDataset => "JPEGs in WebDataset shards",
         }
     }
 
@@ -133,6 +135,7 @@ pub fn generate(
         DatasetKind::CelebA => adapt_synth::celeba(out, request.celeba(), progress)?,
         DatasetKind::DigiFace => adapt_synth::digiface(out, request.digiface(), progress)?,
         DatasetKind::ImageFolder => adapt_synth::imagefolder(out, request.imagefolder(), progress)?,
+        DatasetKind::WebDataset => adapt_synth::webdataset(out, request.imagefolder(), progress)?,
     }
     Ok(request.total())
 }

@@ -56,7 +56,9 @@ pub use adapt_loader::{
     Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
 };
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
-pub use adapt_pipeline::{DatasetSpec, Pipeline, TransformSpec, parse_transforms, transforms_text};
+pub use adapt_pipeline::{
+    DatasetSpec, Pipeline, TransformSpec, WebDatasetSpec, parse_transforms, transforms_text,
+};
 pub use adapt_remote::{
     RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,
 };

@@ -298,11 +298,11 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let sampler = built.opened.pack_sampler(
+    let sampler = built.opened.stream_sampler(
         o.stream,
         o.seed,
-        o.num_workers,
-        o.prefetch_factor,
+        o.distributed.map(|d| (d.rank, d.world_size)),
+        (o.num_workers, o.prefetch_factor),
         o.batch_size,
     )?;
     Ok(built.loader_config(LoaderConfig {

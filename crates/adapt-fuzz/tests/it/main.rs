@@ -35,6 +35,7 @@ fn the_targets_cover_every_parser() {
         "report",
         "pipeline-text",
         "checkpoint",
+        "webdataset-shard",
     ] {
         assert!(names.contains(&n), "{n}");
     }

@@ -7,8 +7,10 @@ use std::path::PathBuf;
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// cifar10, celeba, digiface or imagefolder (class folders of JPEGs,
-    /// ImageNet-like by default; --size 1024x768 for camera-sized photos).
+    /// cifar10, celeba, digiface, imagefolder (class folders of JPEGs,
+    /// ImageNet-like by default; --size 1024x768 for camera-sized photos) or
+    /// webdataset (the same JPEGs as imagefolder with the same flags, in tar
+    /// shards of 1000 samples with `cls` labels).
     #[arg(long)]
     dataset: DatasetKind,
     /// Folder to write the layout into.
@@ -22,10 +24,10 @@ pub struct Args {
     /// Seed of every image and label.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// imagefolder: typical landscape size WIDTHxHEIGHT (default 500x375).
+    /// imagefolder, webdataset: typical landscape size WIDTHxHEIGHT (default 500x375).
     #[arg(long, value_parser = super::inspect::parse_size)]
     size: Option<(u32, u32)>,
-    /// imagefolder: number of class folders (default 10).
+    /// imagefolder, webdataset: number of classes (default 10).
     #[arg(long)]
     classes: Option<usize>,
 }

@@ -10,12 +10,17 @@ use std::path::PathBuf;
 /// Which data and pipeline a verb reads (shared by `inspect` and `load`).
 #[derive(clap::Args)]
 pub(crate) struct DatasetArgs {
-    /// cifar10, celeba, digiface, celeba+digiface, imagefolder or pack.
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset
+    /// or pack.
     #[arg(long)]
     dataset: String,
-    /// The folder holding the format's files (a pack may be s3://bucket/prefix).
+    /// The folder holding the format's files (a pack may be
+    /// s3://bucket/prefix; WebDataset shards a folder, `a.tar::b.tar` or
+    /// `shards-{000000..000099}.tar`).
     #[arg(long)]
     path: PathBuf,
+    #[command(flatten)]
+    members: WebDatasetArgs,
     #[command(flatten)]
     remote: super::remote_args::RemoteArgs,
     /// CIFAR-10 split.
@@ -27,6 +32,42 @@ pub(crate) struct DatasetArgs {
     resize: Option<(u32, u32)>,
     #[command(flatten)]
     pipeline: PipelineArgs,
+}
+
+/// Which members of a WebDataset sample are read (shared by the verbs that
+/// open data).
+#[derive(clap::Args)]
+pub(crate) struct WebDatasetArgs {
+    /// webdataset: the image member's extension, alternatives separated by
+    /// `;` (default jpg;jpeg;png;webp).
+    #[arg(long)]
+    image: Option<String>,
+    /// webdataset: the label member's extension, an integer in ASCII
+    /// (default cls); `none` for unlabelled shards (labels -1).
+    #[arg(long)]
+    label: Option<String>,
+}
+
+impl WebDatasetArgs {
+    /// The members asked for, applied to `spec` (an error for another kind).
+    pub(crate) fn apply(&self, mut spec: DatasetSpec) -> anyhow::Result<DatasetSpec> {
+        if self.image.is_none() && self.label.is_none() {
+            return Ok(spec);
+        }
+        if !spec.kind.eq_ignore_ascii_case("webdataset") {
+            anyhow::bail!("--image and --label choose WebDataset members (--dataset webdataset)");
+        }
+        let default = crate::WebDatasetSpec::default();
+        spec.webdataset = Some(crate::WebDatasetSpec {
+            image: self.image.clone().unwrap_or(default.image),
+            label: match self.label.as_deref() {
+                None => default.label,
+                Some(l) if l.eq_ignore_ascii_case("none") => None,
+                Some(l) => Some(l.to_owned()),
+            },
+        });
+        Ok(spec)
+    }
 }
 
 /// The pipeline's steps and output (shared by `inspect`, `load` and `tune`).
@@ -71,11 +112,11 @@ impl DatasetArgs {
     /// installed, so a pack at `s3://…` opens with them).
     pub(crate) fn pipeline(&self) -> anyhow::Result<Pipeline> {
         self.remote.install()?;
-        let spec = DatasetSpec {
+        let spec = self.members.apply(DatasetSpec {
             test_split: matches!(self.split, SplitArg::Test),
             resize: self.resize,
             ..DatasetSpec::new(self.dataset.clone(), self.path.clone())
-        };
+        })?;
         self.pipeline.apply(Pipeline::new(spec))
     }
 }

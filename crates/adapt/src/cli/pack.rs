@@ -15,12 +15,15 @@ pub struct Args {
     /// also check that the source still holds the content it was made from.
     #[arg(long, conflicts_with = "out")]
     verify: Option<PathBuf>,
-    /// Source format: cifar10, celeba, digiface, celeba+digiface or imagefolder.
+    /// Source format: cifar10, celeba, digiface, celeba+digiface,
+    /// imagefolder or webdataset.
     #[arg(long)]
     dataset: Option<String>,
-    /// The folder holding the source's files.
+    /// The folder holding the source's files (WebDataset: the shards).
     #[arg(long)]
     path: Option<PathBuf>,
+    #[command(flatten)]
+    members: super::inspect::WebDatasetArgs,
     /// The pack to write: a folder, or s3://bucket/prefix (staged in the
     /// cache folder, uploaded shard by shard, the manifest last).
     #[arg(long)]
@@ -50,7 +53,10 @@ impl Args {
     /// The source the flags name (`--dataset` and `--path`), if both are given.
     fn source(&self) -> anyhow::Result<Option<DatasetSpec>> {
         match (&self.dataset, &self.path) {
-            (Some(kind), Some(path)) => Ok(Some(DatasetSpec::new(kind.clone(), path.clone()))),
+            (Some(kind), Some(path)) => Ok(Some(
+                self.members
+                    .apply(DatasetSpec::new(kind.clone(), path.clone()))?,
+            )),
             (None, None) => Ok(None),
             _ => bail!("the source is given by both --dataset and --path"),
         }

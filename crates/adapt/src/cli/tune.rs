@@ -9,13 +9,16 @@ use std::path::{Path, PathBuf};
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// cifar10, celeba, digiface, celeba+digiface or imagefolder (default:
-    /// the embedded CIFAR-10).
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset
+    /// or pack (default: the embedded CIFAR-10).
     #[arg(long)]
     dataset: Option<String>,
-    /// The folder holding the dataset's files.
+    /// The folder holding the dataset's files (WebDataset: the shards, as
+    /// for `load`).
     #[arg(long)]
     path: Option<PathBuf>,
+    #[command(flatten)]
+    members: super::inspect::WebDatasetArgs,
     /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
     #[arg(long, value_parser = super::inspect::parse_size)]
     resize: Option<(u32, u32)>,
@@ -124,10 +127,10 @@ impl Args {
     ) -> anyhow::Result<Pipeline> {
         let base = match (&self.dataset, &self.path) {
             (None, None) => crate::default_cifar10(default_cifar10, progress)?,
-            (Some(kind), Some(path)) => Pipeline::new(DatasetSpec {
+            (Some(kind), Some(path)) => Pipeline::new(self.members.apply(DatasetSpec {
                 resize: self.resize,
                 ..DatasetSpec::new(kind.clone(), path.clone())
-            }),
+            })?),
             (Some(_), None) => {
                 bail!("--dataset needs --path (the folder holding the dataset's files)")
             }

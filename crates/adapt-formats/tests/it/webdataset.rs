@@ -1,0 +1,243 @@
+//! WebDataset shards: written by our writer and by hand with the `tar`
+//! crate (long names, folders, metadata members), read back equal, and
+//! damaged in each way the reader must name.
+
+use crate::pattern;
+use adapt_dataset::Dataset;
+use adapt_formats::{
+    DatasetKind, FormatError, OpenOptions, WebDataset, WebDatasetOptions, WebDatasetWriter,
+    encode_png,
+};
+use std::path::{Path, PathBuf};
+
+fn png(salt: u32) -> Vec<u8> {
+    encode_png(Path::new("x.png"), &pattern(6, 4, 3, salt), 6, 4, 3).unwrap()
+}
+
+/// `n` samples `k000000…` in shards of `per_shard`: a PNG, a `cls` of
+/// `i % 7`, a caption.
+fn write(dir: &Path, n: usize, per_shard: usize) -> Vec<PathBuf> {
+    let mut w = WebDatasetWriter::new(dir, "shard", per_shard).unwrap();
+    for i in 0..n {
+        let image = png(i as u32);
+        let cls = (i % 7).to_string();
+        let members: [(&str, &[u8]); 3] = [
+            ("png", &image),
+            ("cls", cls.as_bytes()),
+            ("txt", b"a caption"),
+        ];
+        w.write(&format!("k{i:06}"), &members).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn reads_back_what_was_written_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = write(dir.path(), 25, 10);
+    assert_eq!(shards.len(), 3);
+    let pattern_spec = format!("{}/shard-{{000000..000002}}.tar", dir.path().display());
+    for spec in [dir.path().display().to_string(), pattern_spec] {
+        let ds = WebDataset::open(&spec, &WebDatasetOptions::default()).unwrap();
+        assert_eq!(ds.len(), 25);
+        assert_eq!(ds.num_classes(), Some(7));
+        assert_eq!(ds.shard_ranges(), vec![0..10, 10..20, 20..25]);
+        for i in [0, 9, 10, 24] {
+            let s = ds.get(i).unwrap();
+            assert_eq!(s.pixels, pattern(6, 4, 3, i as u32), "sample {i}");
+            assert_eq!(s.label, (i % 7) as i64);
+            assert_eq!(ds.key(i), Some(format!("k{i:06}").as_str()));
+            assert_eq!(ds.encoded(i).unwrap().unwrap().bytes, png(i as u32));
+        }
+        assert!(ds.source(11).ends_with("shard-000001.tar/k000011.png"));
+    }
+    // Opened by name as the pipeline does, the two shards listed with `::`.
+    let list = format!("{}::{}", shards[0].display(), shards[2].display());
+    let ds = adapt_formats::open(
+        DatasetKind::WebDataset,
+        Path::new(&list),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(ds.len(), 15);
+    assert_eq!(ds.label(14), Some((24 % 7) as i64));
+}
+
+#[test]
+fn unlabelled_and_chosen_members() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), 4, 10);
+    let spec = dir.path().display().to_string();
+    let none = WebDatasetOptions {
+        label: None,
+        ..WebDatasetOptions::default()
+    };
+    let ds = WebDataset::open(&spec, &none).unwrap();
+    assert_eq!(ds.label(3), Some(-1));
+    assert_eq!(ds.num_classes(), None);
+    // An image extension the samples lack, then one of alternatives.
+    let jpg = WebDatasetOptions {
+        image: "jpg".into(),
+        ..WebDatasetOptions::default()
+    };
+    let e = WebDataset::open(&spec, &jpg).err().unwrap().to_string();
+    assert!(
+        e.contains("shard-000000.tar") && e.contains("k000000") && e.contains(".jpg"),
+        "{e}"
+    );
+    let alt = WebDatasetOptions {
+        image: "jpg;PNG".into(),
+        ..WebDatasetOptions::default()
+    };
+    assert_eq!(WebDataset::open(&spec, &alt).unwrap().len(), 4);
+    // `txt` is not an integer label: named with its member.
+    let txt = WebDatasetOptions {
+        label: Some("txt".into()),
+        ..WebDatasetOptions::default()
+    };
+    let e = WebDataset::open(&spec, &txt).err().unwrap().to_string();
+    assert!(
+        e.contains("k000000.txt") && e.contains("not an integer"),
+        "{e}"
+    );
+}
+
+/// A tar built member by member: `(name, bytes)`, GNU long names allowed.
+fn tar_of(path: &Path, members: &[(&str, Vec<u8>)]) {
+    let mut b = tar::Builder::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in members {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        b.append_data(&mut h, name, bytes.as_slice()).unwrap();
+    }
+    b.finish().unwrap();
+}
+
+#[test]
+fn groups_as_webdataset_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("{}/deep", "d".repeat(120));
+    let a = dir.path().join("a.tar");
+    tar_of(
+        &a,
+        &[
+            ("__index__", b"meta".to_vec()),
+            (&format!("{long}/x1.png"), png(1)),
+            (&format!("{long}/x1.cls"), b" 3\n".to_vec()),
+            ("dir.v2/x2.seg.png", png(9)),
+            ("dir.v2/x2.PNG", png(2)),
+            ("dir.v2/x2.cls", b"4".to_vec()),
+            ("README", b"no extension: skipped".to_vec()),
+        ],
+    );
+    let ds = WebDataset::open(&a.display().to_string(), &WebDatasetOptions::default()).unwrap();
+    assert_eq!(ds.len(), 2);
+    assert_eq!(ds.key(0), Some(format!("{long}/x1").as_str()));
+    assert_eq!(ds.get(0).unwrap().label, 3);
+    // Extensions compare lowercased; `seg.png` is another extension.
+    assert_eq!(ds.get(1).unwrap().pixels, pattern(6, 4, 3, 2));
+    assert_eq!(ds.key(1), Some("dir.v2/x2"));
+}
+
+fn open_err(spec: &Path) -> String {
+    match WebDataset::open(&spec.display().to_string(), &WebDatasetOptions::default()) {
+        Ok(ds) => panic!("opened {} samples", ds.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn truncated_shards_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = write(&dir.path().join("w"), 6, 3);
+    // Truncated in the middle of the last image: the member is named.
+    let cut = dir.path().join("cut.tar");
+    let bytes = std::fs::read(&shards[0]).unwrap();
+    std::fs::write(&cut, &bytes[..512 * 9 + 20]).unwrap();
+    let e = open_err(&cut);
+    assert!(e.contains("cut.tar") && e.contains("truncated tar"), "{e}");
+    // Cut inside a header.
+    std::fs::write(&cut, &bytes[..512 * 2 + 100]).unwrap();
+    let e = open_err(&cut);
+    assert!(e.contains("cut.tar") && e.contains("tar header"), "{e}");
+}
+
+#[test]
+fn samples_webdataset_would_not_form_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // A sample without an image.
+    let t = dir.path().join("noimage.tar");
+    tar_of(
+        &t,
+        &[
+            ("a.png", png(0)),
+            ("a.cls", b"1".to_vec()),
+            ("b.cls", b"1".to_vec()),
+        ],
+    );
+    let e = open_err(&t);
+    assert!(
+        e.contains("noimage.tar") && e.contains("member b:") && e.contains("without an image"),
+        "{e}"
+    );
+    // A key met again apart from its members.
+    tar_of(
+        &t,
+        &[
+            ("a.png", png(0)),
+            ("a.cls", b"1".to_vec()),
+            ("b.png", png(1)),
+            ("b.cls", b"1".to_vec()),
+            ("a.txt", b"x".to_vec()),
+        ],
+    );
+    let e = open_err(&t);
+    assert!(e.contains("a.txt") && e.contains("appears again"), "{e}");
+    // Two images of one extension in a sample.
+    tar_of(
+        &t,
+        &[
+            ("a.png", png(0)),
+            ("a.png", png(1)),
+            ("a.cls", b"1".to_vec()),
+        ],
+    );
+    assert!(open_err(&t).contains("a second .png member"));
+    // A key split across two shards.
+    let (s1, s2) = (dir.path().join("s1.tar"), dir.path().join("s2.tar"));
+    tar_of(&s1, &[("a.png", png(0)), ("a.cls", b"1".to_vec())]);
+    tar_of(
+        &s2,
+        &[
+            ("a.txt", b"more of a".to_vec()),
+            ("b.png", png(0)),
+            ("b.cls", b"2".to_vec()),
+        ],
+    );
+    let spec = format!("{}::{}", s1.display(), s2.display());
+    let e = WebDataset::open(&spec, &WebDatasetOptions::default())
+        .err()
+        .unwrap();
+    assert!(matches!(e, FormatError::SplitKey { .. }), "{e}");
+    assert!(e.to_string().contains("s1.tar") && e.to_string().contains("s2.tar"));
+    // A blob that is no image opens (nothing is decoded at open) and fails
+    // to read, naming the shard and the member.
+    tar_of(
+        &t,
+        &[
+            ("a.jpg", b"not a jpeg at all".to_vec()),
+            ("a.cls", b"1".to_vec()),
+        ],
+    );
+    let ds = WebDataset::open(&t.display().to_string(), &WebDatasetOptions::default()).unwrap();
+    let e = ds.get(0).err().unwrap().to_string();
+    assert!(
+        e.contains("noimage.tar/a.jpg") && e.contains("decode"),
+        "{e}"
+    );
+    // No shard at all, a missing shard, an empty tar.
+    assert!(open_err(&dir.path().join("none-{0..1}.tar")).contains("none-0.tar"));
+    tar_of(&t, &[]);
+    assert!(open_err(&t).contains("no sample"));
+}

@@ -1,0 +1,107 @@
+"""WebDataset shards written by the `webdataset` package itself (its
+`ShardWriter` and `TarWriter`), read by `adapt.datasets.WebDataset`: the
+samples equal what webdataset's own reader yields, in order, and load in
+batches the same for any worker count, random access or streamed."""
+
+import io
+import os
+
+import numpy as np
+import pytest
+
+import adapt
+
+wds = pytest.importorskip("webdataset")
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _image(i):
+    rng = np.random.default_rng(i)
+    return rng.integers(0, 256, size=(12 + i % 5, 16, 3), dtype=np.uint8)
+
+
+def _png(i):
+    out = io.BytesIO()
+    PIL.fromarray(_image(i)).save(out, format="PNG")
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """40 samples in shards of 15 (15, 15, 10), written by ShardWriter: a
+    PNG (bytes), the class as an int (webdataset encodes it), a caption."""
+    d = tmp_path_factory.mktemp("wds")
+    with wds.ShardWriter(str(d / "train-%06d.tar"), maxcount=15, verbose=0) as sink:
+        for i in range(40):
+            sink.write({"__key__": f"sample{i:05d}", "png": _png(i), "cls": i % 4,
+                        "txt": f"caption {i}"})
+    return d
+
+
+def test_samples_equal_webdatasets_own_reader(shards):
+    urls = str(shards / "train-{000000..000002}.tar")
+    theirs = list(wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple("__key__", "png", "cls"))
+    ours = adapt.datasets.WebDataset(urls, image="png", label="cls")
+    assert len(ours) == len(theirs) == 40
+    for i, (key, image, label) in enumerate(theirs):
+        pixels, got_label = ours[i]
+        assert key == f"sample{i:05d}"
+        np.testing.assert_array_equal(pixels, image)
+        np.testing.assert_array_equal(pixels, _image(i))
+        assert got_label == label == i % 4
+    assert ours.targets == [i % 4 for i in range(40)]
+    # A folder, a list and a `::` list name the same shards.
+    names = sorted(str(p) for p in shards.glob("*.tar"))
+    for spec in (str(shards), names, "::".join(names)):
+        assert len(adapt.datasets.WebDataset(spec)) == 40
+
+
+def test_tarwriter_members_and_unlabelled_reads(tmp_path):
+    # TarWriter encoding a PIL image as JPEG itself, and no label.
+    path = tmp_path / "one.tar"
+    with wds.TarWriter(str(path)) as sink:
+        for i in range(3):
+            sink.write({"__key__": f"k{i}", "jpg": PIL.fromarray(_image(i)), "json": {"i": i}})
+    ds = adapt.datasets.WebDataset(str(path), label=None)
+    assert len(ds) == 3
+    theirs = list(wds.WebDataset(str(path), shardshuffle=False).decode("rgb8").to_tuple("jpg"))
+    for i in range(3):
+        pixels, label = ds[i]
+        assert label == -1
+        assert pixels.shape == theirs[i][0].shape
+        # Two JPEG decoders: equal within a few levels, not bit for bit.
+        assert np.abs(pixels.astype(int) - theirs[i][0].astype(int)).mean() < 2.0
+    with pytest.raises(adapt.DataError, match=r"one\.tar: member k0: sample without a \.cls"):
+        len(adapt.datasets.WebDataset(str(path)))
+
+
+def _epoch(loader):
+    return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
+
+
+@pytest.mark.parametrize("stream", [None, 8])
+def test_batches_are_the_same_for_any_worker_count(shards, stream):
+    ds = adapt.datasets.WebDataset(str(shards), image="png")
+    base = None
+    for workers in (0, 1, 3):
+        loader = adapt.DataLoader(ds, batch_size=6, shuffle=True, num_workers=workers, seed=3,
+                                  transform="random_crop(10),hflip", output="u8", stream=stream)
+        got = _epoch(loader)
+        assert len(got) == 7
+        if base is None:
+            base = got
+        assert got == base, f"{workers} workers, stream {stream}"
+    labels = sorted(int(x) for _, lab in base for x in np.frombuffer(lab, dtype=np.int64))
+    assert labels == sorted(i % 4 for i in range(40))
+
+
+def test_damaged_shards_name_the_shard_and_member(shards, tmp_path):
+    data = (shards / "train-000000.tar").read_bytes()
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(data[:len(data) // 2 + 100])
+    with pytest.raises(adapt.DataError, match=r"cut\.tar: member .*truncated"):
+        len(adapt.datasets.WebDataset(str(cut)))
+    with pytest.raises(ValueError, match="local files only"):
+        adapt.datasets.WebDataset("s3://bucket/shards-{0..9}.tar")
+    with pytest.raises(adapt.DataError, match="none-0.tar"):
+        len(adapt.datasets.WebDataset(str(tmp_path / "none-{0..1}.tar")))
