@@ -218,6 +218,9 @@ impl OpenedDataset {
 /// default members, `pack`). A pack may be
 /// `s3://bucket/prefix`, read with `adapt_remote::default_options()`.
 pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, PipelineError> {
+    if kind.eq_ignore_ascii_case("webdataset") {
+        return open_webdataset(path, &WebDatasetSpec::default());
+    }
     let remote = path.to_str().is_some_and(adapt_remote::is_remote);
     if remote && !kind.eq_ignore_ascii_case("pack") {
         return Err(PipelineError::Option(format!(
@@ -225,10 +228,6 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
              s3://…` and open it as --dataset pack)",
             path.display()
         )));
-    }
-    let webdataset = kind.eq_ignore_ascii_case("webdataset");
-    if webdataset {
-        return open_webdataset(path, &WebDatasetSpec::default());
     }
     if !remote && !path.exists() {
         return Err(PipelineError::MissingPath(path.to_owned()));
