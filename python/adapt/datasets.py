@@ -14,6 +14,7 @@ as torchvision reads them: only open files you trust), and batched with
 the same Rust steps and draws as the binary layout.
 """
 
+import glob
 import json
 import os
 import pickle
@@ -21,7 +22,7 @@ import pickle
 import numpy as np
 
 __all__ = ["CIFAR10", "CIFAR100", "CelebA", "DigiFace1M", "ImageFolder", "Pack", "CelebADigiFace",
-           "Concat", "WebDataset"]
+           "Concat", "WebDataset", "Parquet"]
 
 
 def _refuse_download(download, what, layout):
@@ -247,7 +248,58 @@ class Pack(_Spec):
     kind = "pack"
 
 
-class WebDataset(_Spec):
+def _file_list(urls, what, kind):
+    """`urls` (a path, a pattern, a list of them) as one `::` list of
+    absolute paths: `*`/`?` globs expanded here (sorted, as Hugging Face's
+    `data_files`), brace patterns and folders left to the reader."""
+    if isinstance(urls, (str, os.PathLike)):
+        urls = [urls]
+    urls = [os.fspath(u) for u in urls]
+    if not urls or not all(isinstance(u, str) and u for u in urls):
+        raise TypeError(f"urls must be a {what} path or pattern, or a list of them")
+    paths = []
+    for u in urls:
+        if "://" in u:
+            raise ValueError(f"{u}: {what}s are read from local files only so far (pack them with "
+                             f"`python -m adapt pack --dataset {kind}` to read them from object "
+                             "storage)")
+        if "*" in u or "?" in u:
+            found = sorted(glob.glob(u, recursive=True))
+            if not found:
+                raise FileNotFoundError(f"{u}: no file matches")
+            paths.extend(found)
+        else:
+            paths.append(u)
+    return urls, "::".join(os.path.abspath(p) for p in paths)
+
+
+class _Files(_Spec):
+    """A format read from a file list with an image and a label field."""
+
+    _what = ""
+    _image_hint = ""
+    _label_hint = ""
+
+    def __init__(self, urls, image, label, *, resize=None):
+        urls, spec = _file_list(urls, self._what, self.kind)
+        if not isinstance(image, str) or not image:
+            raise TypeError(f"image must be {self._image_hint}")
+        if label is not None and not isinstance(label, str):
+            raise TypeError(f"label must be {self._label_hint}, or None")
+        super().__init__(spec, resize=resize)
+        self.urls, self.image, self.label = urls, image, label
+
+    def _spec(self):
+        s = super()._spec()
+        s["path"] = self.root
+        s["fields"] = {"image": self.image, "label": self.label}
+        return s
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.urls!r}, image={self.image!r}, label={self.label!r})"
+
+
+class WebDataset(_Files):
     """WebDataset `.tar` shards read in place: members sharing a key form a
     sample (WebDataset's grouping), `image` is the image member's extension
     (alternatives separated by `;`, as WebDataset's `to_tuple("jpg;png")`),
@@ -255,9 +307,9 @@ class WebDataset(_Spec):
     `cls`; `None` for unlabelled shards, labels -1).
 
     `urls` is a shard list as WebDataset users write it: a path, a brace
-    pattern (`"shards-{000000..000099}.tar"`), `::`-separated paths, a list
-    of those, or a folder of `.tar` files. Shards are indexed once at open
-    (member offsets, as `wids`), so samples are read by random access:
+    pattern (`"shards-{000000..000099}.tar"`), `::`-separated paths, a glob,
+    a list of those, or a folder of `.tar` files. Shards are indexed once at
+    open (member offsets, as `wids`), so samples are read by random access:
     shuffling, exact resume and any world size work as for packs;
     `DataLoader(..., stream=N)` reads them shard by shard instead, through
     a shuffle buffer of N samples. Local files only, so far; gzipped
@@ -265,33 +317,39 @@ class WebDataset(_Spec):
     """
 
     kind = "webdataset"
+    _what = "WebDataset shard"
+    _image_hint = "an extension such as 'jpg' or 'jpg;png'"
+    _label_hint = "an extension such as 'cls'"
 
     def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, resize=None):
-        if isinstance(urls, (str, os.PathLike)):
-            urls = [urls]
-        urls = [os.fspath(u) for u in urls]
-        if not urls or not all(isinstance(u, str) and u for u in urls):
-            raise TypeError("urls must be a shard path or pattern, or a list of them")
-        for u in urls:
-            if "://" in u:
-                raise ValueError(f"{u}: WebDataset shards are read from local files only so far "
-                                 "(pack them with `python -m adapt pack --dataset webdataset` to "
-                                 "read them from object storage)")
-        if not isinstance(image, str) or not image:
-            raise TypeError("image must be an extension such as 'jpg' or 'jpg;png'")
-        if label is not None and not isinstance(label, str):
-            raise TypeError("label must be an extension such as 'cls', or None")
-        super().__init__("::".join(os.path.abspath(u) for u in urls), resize=resize)
-        self.urls, self.image, self.label = urls, image, label
+        super().__init__(urls, image, label, resize=resize)
 
-    def _spec(self):
-        s = super()._spec()
-        s["path"] = self.root
-        s["webdataset"] = {"image": self.image, "label": self.label}
-        return s
 
-    def __repr__(self):
-        return f"WebDataset({self.urls!r}, image={self.image!r}, label={self.label!r})"
+class Parquet(_Files):
+    """Parquet files in the Hugging Face layout read in place: `image` names
+    the image column (a `{bytes, path}` struct, as the `datasets` `Image`
+    feature stores it, or a binary column), `label` the integer label
+    column (`None` for unlabelled data, labels -1; a null label reads as
+    -1). `classes` are the `ClassLabel` names when the files carry the
+    `huggingface` metadata.
+
+    `urls` names the files as `data_files` does: a path, a glob
+    (`"data/train-*.parquet"`), a brace pattern, a list of those, or a
+    folder holding one split (`data/` with both `train-*` and `test-*`
+    files is refused: name the split's files). Row groups are the unit of
+    reading: a read decodes its row group's image column once into a
+    bounded cache; `DataLoader(..., stream=N)` reads row group by row group
+    through a shuffle buffer of N samples, which a shuffled dataset larger
+    than the cache needs. Local files only, so far.
+    """
+
+    kind = "parquet"
+    _what = "Parquet file"
+    _image_hint = "a column name such as 'image'"
+    _label_hint = "a column name such as 'label'"
+
+    def __init__(self, urls, image="image", label="label", *, resize=None):
+        super().__init__(urls, image, label, resize=resize)
 
 
 class CelebADigiFace(_Spec):

@@ -181,6 +181,16 @@ pub enum FormatError {
         /// The next shard, which holds more of its members.
         second: PathBuf,
     },
+    /// A Parquet file (or one of its row groups or rows, named in `path`)
+    /// that cannot be read as the layout requires: not Parquet, a damaged
+    /// footer or page, a missing or mistyped column, a null image.
+    #[error("{path}: {reason}")]
+    Parquet {
+        /// The file, with the row group and row where there is one.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A fixed step (crop, conversion) failed on a decoded image.
     #[error("{path}: {source}")]
     Transform {

@@ -2,7 +2,8 @@
 //! datasets adapt loads: CIFAR-10's binary batches, CelebA (aligned) with its
 //! identity file and fixed crop, DigiFace1M's class folders of RGBA PNGs, and
 //! a generic class-per-folder image tree as torchvision's `ImageFolder`, and
-//! WebDataset `.tar` shards read in place through a member index.
+//! WebDataset `.tar` shards read in place through a member index, and
+//! Parquet files in the Hugging Face layout read by row group.
 //!
 //! Each reader implements [`adapt_dataset::Dataset`] and is meant to run
 //! unchanged on the real datasets. A sample comes out after the format's own
@@ -20,11 +21,16 @@ mod celeba;
 mod cifar10;
 mod digiface;
 mod error;
+mod file_list;
 mod image_io;
 mod imagefolder;
+mod parquet;
 mod scaled;
 mod webdataset;
 
+pub use self::parquet::{
+    PARQUET_CACHE_BYTES, Parquet, ParquetOptions, ParquetWriter, ParquetWriterOptions,
+};
 pub use celeba::{
     CELEBA_CROP, CELEBA_IDENTITY_FILE, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter,
 };
@@ -33,6 +39,7 @@ pub use cifar10::{
 };
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
+pub use file_list::{MAX_SHARDS, expand_braces};
 pub use image_io::{
     DecodeLimits, decode_encoded_into, decode_limits, decode_rgb_into, encode_jpeg, encode_png,
     open_regular, set_decode_limits, write_atomically,
@@ -40,8 +47,8 @@ pub use image_io::{
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 pub use scaled::reduced_decoder;
 pub use webdataset::{
-    MAX_MEMBER_BYTES, MAX_SHARDS, WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions,
-    WebDatasetWriter, expand_braces, shard_list, split_name,
+    MAX_MEMBER_BYTES, WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions, WebDatasetWriter,
+    shard_list, split_name,
 };
 mod registry;
 pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

@@ -1,8 +1,8 @@
 //! Opening a dataset by format name, as the command line and the tuner do.
 
 use crate::{
-    CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Split,
-    WebDataset, WebDatasetOptions,
+    CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Parquet,
+    ParquetOptions, Split, WebDataset, WebDatasetOptions,
 };
 use adapt_dataset::Dataset;
 use adapt_transform::Normalize;
@@ -24,16 +24,20 @@ pub enum DatasetKind {
     ImageFolder,
     /// WebDataset `.tar` shards (a folder, a `::` list, brace patterns).
     WebDataset,
+    /// Parquet files in the Hugging Face layout (a folder, a `::` list,
+    /// brace patterns).
+    Parquet,
 }
 
 impl DatasetKind {
     /// Every kind, in the order the command line lists them.
-    pub const ALL: [DatasetKind; 5] = [
+    pub const ALL: [DatasetKind; 6] = [
         DatasetKind::Cifar10,
         DatasetKind::CelebA,
         DatasetKind::DigiFace,
         DatasetKind::ImageFolder,
         DatasetKind::WebDataset,
+        DatasetKind::Parquet,
     ];
 
     /// The name used on the command line.
@@ -44,6 +48,7 @@ impl DatasetKind {
             DatasetKind::DigiFace => "digiface",
             DatasetKind::ImageFolder => "imagefolder",
             DatasetKind::WebDataset => "webdataset",
+            DatasetKind::Parquet => "parquet",
         }
     }
 
@@ -54,7 +59,7 @@ impl DatasetKind {
         let (mean, std) = match self {
             DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
             DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
-            DatasetKind::ImageFolder | DatasetKind::WebDataset => {
+            DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
                 ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
             }
         };
@@ -75,7 +80,8 @@ impl fmt::Display for DatasetKind {
 /// An unknown format name.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder, webdataset"
+    "unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder, webdataset, \
+     parquet"
 )]
 pub struct UnknownDataset(pub String);
 
@@ -100,10 +106,13 @@ pub struct OpenOptions {
     pub digiface: DigiFaceOptions,
     /// WebDataset options (which members are the image and the label).
     pub webdataset: WebDatasetOptions,
+    /// Parquet options (which columns are the image and the label).
+    pub parquet: ParquetOptions,
 }
 
 /// Opens the dataset of format `kind` at `path` (the folder holding the
-/// format's files; for WebDataset, the shard list as its users write it).
+/// format's files; for WebDataset and Parquet, the file list as their users
+/// write it).
 pub fn open(
     kind: DatasetKind,
     path: &Path,
@@ -118,5 +127,6 @@ pub fn open(
             &path.to_string_lossy(),
             &options.webdataset,
         )?),
+        DatasetKind::Parquet => Arc::new(Parquet::open(&path.to_string_lossy(), &options.parquet)?),
     })
 }

@@ -13,13 +13,12 @@
 //! two shards, a sample without an image and a member past the end of its
 //! file are errors naming the shard and the member.
 
-mod shards;
 mod writer;
 
-pub use shards::{MAX_SHARDS, expand_braces, shard_list};
 pub use writer::WebDatasetWriter;
 
 use crate::FormatError;
+use crate::file_list::{Folder, list_files};
 use crate::image_io::{decode_filled, open_regular};
 use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Read, Sample, check_index};
 use std::collections::HashSet;
@@ -58,6 +57,18 @@ impl Default for WebDatasetOptions {
             label: Some("cls".into()),
         }
     }
+}
+
+/// The shard files of `spec`: `::`-separated paths, each brace-expanded (as
+/// the `braceexpand` package WebDataset uses), a folder standing for its
+/// `.tar` files in sorted name order.
+pub fn shard_list(spec: &str) -> Result<Vec<PathBuf>, FormatError> {
+    list_files(
+        spec,
+        "tar",
+        Folder::Flat,
+        "no WebDataset shard (.tar) named or found",
+    )
 }
 
 /// One sample of the index: where its image is and its label.

@@ -1,7 +1,7 @@
 //! Fuzzing on stable Rust: seeded mutations of valid inputs, fed to every
 //! parser adapt has (CIFAR-10 batch files, the CelebA identity file, images
 //! through the readers, pack shards and manifests, profiles, tune reports,
-//! the pipeline text form, loader checkpoints, WebDataset tar shards). A case fails when the parser
+//! the pipeline text form, loader checkpoints, WebDataset tar shards, Parquet files). A case fails when the parser
 //! panics or takes longer than a bound; errors are the right answer to bad
 //! input. `.ci/run` runs a bounded number of cases per target through the
 //! tests; `cargo xtask fuzz` runs for as long as asked, and writes every

@@ -77,6 +77,11 @@ pub fn targets() -> Vec<Target> {
             seeds: webdataset_seeds,
             run: webdataset_run,
         },
+        Target {
+            name: "parquet-file",
+            seeds: parquet_seeds,
+            run: parquet_run,
+        },
     ]
 }
 
@@ -203,6 +208,40 @@ fn webdataset_run(input: &[u8]) -> bool {
     write(&path, input);
     let options = adapt_formats::WebDatasetOptions::default();
     match adapt_formats::WebDataset::open(&path.display().to_string(), &options) {
+        Ok(ds) => read_all(&ds),
+        Err(_) => false,
+    }
+}
+
+/// Parquet files written by our writer in the Hugging Face layout: a PNG
+/// and a JPEG row with `ClassLabel` names, in one and in two row groups.
+fn parquet_seeds() -> Vec<Vec<u8>> {
+    let file = |rows_per_group| {
+        let t = tmp();
+        let options = adapt_formats::ParquetWriterOptions {
+            rows_per_file: 100,
+            rows_per_group,
+            class_names: Some(vec!["a".into(), "b".into()]),
+        };
+        let mut w = adapt_formats::ParquetWriter::new(t.path(), "train", options)
+            .unwrap_or_else(|e| panic!("harness: {e}"));
+        let png = image_seeds().swap_remove(0);
+        for (i, image) in [png, jpeg(16, 12)].iter().enumerate() {
+            w.write(image, Some("x.png"), i as i64)
+                .unwrap_or_else(|e| panic!("harness: {e}"));
+        }
+        let written = w.finish().unwrap_or_else(|e| panic!("harness: {e}"));
+        std::fs::read(&written[0]).unwrap_or_else(|e| panic!("harness: {e}"))
+    };
+    vec![file(100), file(1)]
+}
+
+fn parquet_run(input: &[u8]) -> bool {
+    let t = tmp();
+    let path = t.path().join("train-00000-of-00001.parquet");
+    write(&path, input);
+    let options = adapt_formats::ParquetOptions::default();
+    match adapt_formats::Parquet::open(&path.display().to_string(), &options) {
         Ok(ds) => read_all(&ds),
         Err(_) => false,
     }

@@ -31,7 +31,8 @@ mod spec;
 
 pub use error::PipelineError;
 pub use open::{
-    DatasetSpec, OpenedDataset, WebDatasetSpec, dataset_fingerprint, open_dataset, open_webdataset,
+    DatasetSpec, OpenedDataset, SampleFields, dataset_fingerprint, open_dataset, open_parquet,
+    open_webdataset,
 };
 pub use parse::parse_transforms;
 pub use spec::{Size, TransformSpec, transforms_text};
@@ -204,8 +205,8 @@ impl Pipeline {
                 let joined = parts.join(",");
                 dataset_fingerprint("concat", std::path::Path::new(&joined), ds)
             }
-            _ => match &self.dataset.webdataset {
-                // The members read are part of what the data is.
+            _ => match &self.dataset.fields {
+                // The members or columns read are part of what the data is.
                 Some(m) => {
                     let kind = format!("{}[{}|{:?}]", self.dataset.kind, m.image, m.label);
                     dataset_fingerprint(&kind, &self.dataset.path, ds)

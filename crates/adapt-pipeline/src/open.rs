@@ -4,7 +4,8 @@ use crate::PipelineError;
 use adapt_dataset::{Concat, Dataset, Shape, ShardOrder};
 use adapt_formats::{
     CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
-    FormatError, ImageFolder, OpenOptions, Split, WebDataset, WebDatasetOptions,
+    FormatError, ImageFolder, OpenOptions, Parquet, ParquetOptions, Split, WebDataset,
+    WebDatasetOptions,
 };
 use adapt_pack::{PackDataset, ShardStream};
 use adapt_transform::{Mapped, Normalize, Resize};
@@ -16,10 +17,12 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DatasetSpec {
     /// `cifar10`, `celeba`, `digiface`, `celeba+digiface` (a folder holding
-    /// `celeba/` and `digiface/`), `imagefolder`, `webdataset` or `pack`.
+    /// `celeba/` and `digiface/`), `imagefolder`, `webdataset`, `parquet`
+    /// or `pack`.
     pub kind: String,
-    /// The folder holding the format's files (WebDataset: the shards as its
-    /// users name them — a folder, `::`-separated files, brace patterns).
+    /// The folder holding the format's files (WebDataset and Parquet: the
+    /// files as their users name them — a folder, `::`-separated files,
+    /// brace patterns).
     pub path: PathBuf,
     /// CIFAR-10's split: `train` (default) or `test`.
     #[serde(default)]
@@ -33,28 +36,44 @@ pub struct DatasetSpec {
     /// unchanged, as PyTorch's `ConcatDataset`); `path` is then unused.
     #[serde(default)]
     pub parts: Vec<DatasetSpec>,
-    /// For kind `webdataset`: which members are the image and the label
-    /// (`None`: `jpg;jpeg;png;webp` and `cls`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webdataset: Option<WebDatasetSpec>,
+    /// For kinds `webdataset` and `parquet`: which parts of a record are
+    /// the image and the label (`None`: the format's defaults).
+    #[serde(default, alias = "webdataset", skip_serializing_if = "Option::is_none")]
+    pub fields: Option<SampleFields>,
 }
 
-/// Which members of a WebDataset sample are read.
+/// Which parts of a record are the image and the label: WebDataset member
+/// extensions, or Parquet column names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WebDatasetSpec {
-    /// The image member's extension, alternatives separated by `;`.
+pub struct SampleFields {
+    /// WebDataset: the image member's extension, alternatives separated by
+    /// `;`. Parquet: the image column (a `{bytes, path}` struct or binary).
     pub image: String,
-    /// The label member's extension (an integer in ASCII); `None`: no
-    /// labels (-1).
+    /// WebDataset: the label member's extension (an integer in ASCII).
+    /// Parquet: the integer label column. `None`: no labels (-1).
     pub label: Option<String>,
 }
 
-impl Default for WebDatasetSpec {
-    fn default() -> Self {
-        let o = WebDatasetOptions::default();
-        Self {
-            image: o.image,
-            label: o.label,
+impl SampleFields {
+    /// The format's defaults (WebDataset `jpg;jpeg;png;webp` and `cls`,
+    /// Parquet `image` and `label`); `None` for a kind without fields.
+    pub fn default_for(kind: &str) -> Option<Self> {
+        match kind.to_ascii_lowercase().as_str() {
+            "webdataset" => {
+                let o = WebDatasetOptions::default();
+                Some(Self {
+                    image: o.image,
+                    label: o.label,
+                })
+            }
+            "parquet" => {
+                let o = ParquetOptions::default();
+                Some(Self {
+                    image: o.image,
+                    label: o.label,
+                })
+            }
+            _ => None,
         }
     }
 }
@@ -68,7 +87,7 @@ impl DatasetSpec {
             test_split: false,
             resize: None,
             parts: Vec::new(),
-            webdataset: None,
+            fields: None,
         }
     }
 
@@ -90,10 +109,10 @@ impl DatasetSpec {
         } else {
             Split::Train
         };
-        let opened = match &self.webdataset {
-            Some(members) if self.kind.eq_ignore_ascii_case("webdataset") => {
-                open_webdataset(&self.path, members)?
-            }
+        let kind = self.kind.to_ascii_lowercase();
+        let opened = match (kind.as_str(), &self.fields) {
+            ("webdataset", Some(fields)) => open_webdataset(&self.path, fields)?,
+            ("parquet", Some(fields)) => open_parquet(&self.path, fields)?,
             _ => open_dataset(&self.kind, &self.path, split)?,
         };
         match self.resize {
@@ -136,8 +155,8 @@ pub struct OpenedDataset {
     pub pack: Option<Arc<PackDataset>>,
     /// Class names, when the format has them.
     pub class_names: Option<Vec<String>>,
-    /// The samples of each shard, for sharded loose data (WebDataset) that
-    /// can be streamed shard by shard.
+    /// The samples of each shard, for sharded loose data (WebDataset
+    /// shards, Parquet row groups) that can be streamed shard by shard.
     pub shards: Option<Vec<std::ops::Range<usize>>>,
 }
 
@@ -145,7 +164,7 @@ fn normalize_of(kind: DatasetKind) -> (Vec<f32>, Vec<f32>) {
     let (mean, std) = match kind {
         DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
         DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
-        DatasetKind::ImageFolder | DatasetKind::WebDataset => {
+        DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
             ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
         }
     };
@@ -201,7 +220,7 @@ impl OpenedDataset {
                 Ok(Some(Arc::new(order)))
             }
             (Some(_), None, None) => Err(PipelineError::Option(
-                "--stream reads sharded data only (--dataset pack or webdataset)".into(),
+                "--stream reads sharded data only (--dataset pack, webdataset or parquet)".into(),
             )),
             (None, Some(pack), _) => {
                 pack.set_cache_frames(pack.frames_for(num_workers.max(1) * 2));
@@ -214,12 +233,15 @@ impl OpenedDataset {
 
 /// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
 /// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
-/// labels offset past CelebA's —, `imagefolder`, `webdataset` with its
-/// default members, `pack`). A pack may be
+/// labels offset past CelebA's —, `imagefolder`, `webdataset` and `parquet`
+/// with their default fields, `pack`). A pack may be
 /// `s3://bucket/prefix`, read with `adapt_remote::default_options()`.
 pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDataset, PipelineError> {
-    if kind.eq_ignore_ascii_case("webdataset") {
-        return open_webdataset(path, &WebDatasetSpec::default());
+    if let Some(fields) = SampleFields::default_for(kind) {
+        return match kind.to_ascii_lowercase().as_str() {
+            "parquet" => open_parquet(path, &fields),
+            _ => open_webdataset(path, &fields),
+        };
     }
     let remote = path.to_str().is_some_and(adapt_remote::is_remote);
     if remote && !kind.eq_ignore_ascii_case("pack") {
@@ -270,21 +292,28 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     }
 }
 
+/// The file list in `path` as UTF-8, refused when remote (`what` names the
+/// format in the message).
+fn local_list<'a>(path: &'a Path, what: &str, kind: &str) -> Result<&'a str, PipelineError> {
+    let spec = path.to_str().ok_or_else(|| {
+        PipelineError::Option(format!("{}: file list is not UTF-8", path.display()))
+    })?;
+    if adapt_remote::is_remote(spec) {
+        return Err(PipelineError::Option(format!(
+            "{spec}: {what} are read from local files only so far (pack them with \
+             `pack --dataset {kind}` to read them from object storage)"
+        )));
+    }
+    Ok(spec)
+}
+
 /// WebDataset shards (`path` as WebDataset's users write a shard list)
 /// with the given members; normalised with ImageNet's statistics.
 pub fn open_webdataset(
     path: &Path,
-    members: &WebDatasetSpec,
+    members: &SampleFields,
 ) -> Result<OpenedDataset, PipelineError> {
-    let spec = path.to_str().ok_or_else(|| {
-        PipelineError::Option(format!("{}: shard list is not UTF-8", path.display()))
-    })?;
-    if adapt_remote::is_remote(spec) {
-        return Err(PipelineError::Option(format!(
-            "{spec}: WebDataset shards are read from local files only so far (pack them with \
-             `pack --dataset webdataset` to read them from object storage)"
-        )));
-    }
+    let spec = local_list(path, "WebDataset shards", "webdataset")?;
     let options = WebDatasetOptions {
         image: members.image.clone(),
         label: members.label.clone(),
@@ -296,6 +325,25 @@ pub fn open_webdataset(
         normalize: normalize_of(DatasetKind::WebDataset),
         pack: None,
         class_names: None,
+    })
+}
+
+/// Parquet files in the Hugging Face layout (`path` a folder of one split,
+/// `::`-separated files or brace patterns) with the given columns; row
+/// groups are its shards; normalised with ImageNet's statistics.
+pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset, PipelineError> {
+    let spec = local_list(path, "Parquet files", "parquet")?;
+    let options = ParquetOptions {
+        image: columns.image.clone(),
+        label: columns.label.clone(),
+    };
+    let dataset = Parquet::open(spec, &options)?;
+    Ok(OpenedDataset {
+        shards: Some(dataset.row_group_ranges()),
+        class_names: dataset.class_names().map(<[String]>::to_vec),
+        dataset: Arc::new(dataset),
+        normalize: normalize_of(DatasetKind::Parquet),
+        pack: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Seeded, photo-like synthetic datasets written in the real on-disk layouts
 //! (CIFAR-10 binary batches, CelebA identity file + JPEGs, DigiFace1M class
-//! folders of RGBA PNGs, image folders, WebDataset tar shards) through the
+//! folders of RGBA PNGs, image folders, WebDataset tar shards, Hugging Face
+//! Parquet) through the
 //! writers of `adapt-formats`. Nothing can
 //! be downloaded on the machines adapt is built on; this is how the xtask,
 //! tests and benches get data that the real readers read unchanged.
@@ -18,8 +19,8 @@ mod paint;
 pub use paint::{Painter, photo};
 
 use adapt_formats::{
-    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, WebDatasetWriter,
-    write_batch, write_digiface_image, write_meta,
+    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, ParquetWriter,
+    ParquetWriterOptions, Split, WebDatasetWriter, write_batch, write_digiface_image, write_meta,
 };
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -352,22 +353,68 @@ pub fn webdataset(
 ) -> Result<(), SynthError> {
     check_folder_spec(&spec)?;
     let mut writer = WebDatasetWriter::new(root, "train", WEBDATASET_SHARD_SAMPLES)?;
+    in_chunks(&spec, root, WEBDATASET_SHARD_SAMPLES, |i, jpeg| {
+        let class = i / spec.per_class;
+        let cls = class.to_string();
+        let key = format!("{}_{}", wnid(class), i % spec.per_class);
+        writer.write(&key, &[("jpg", jpeg), ("cls", cls.as_bytes())])?;
+        progress(1);
+        Ok(())
+    })?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// Rows per file of a generated Parquet dataset (row groups of 100, as
+/// `datasets` writes images).
+pub const PARQUET_FILE_ROWS: usize = 1000;
+
+/// The same images as [`imagefolder`] with `spec` (byte for byte), in the
+/// Hugging Face layout: `root/data/train-IIIII-of-NNNNN.parquet` of
+/// [`PARQUET_FILE_ROWS`] rows, an `image` column of `{bytes, path}`
+/// (`WNID_N.jpg`) and a `ClassLabel` `label` named by the WNIDs, in class
+/// order.
+pub fn parquet(
+    root: &Path,
+    spec: ImageFolderSpec,
+    progress: Progress<'_>,
+) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    let options = ParquetWriterOptions {
+        rows_per_file: PARQUET_FILE_ROWS,
+        rows_per_group: 100,
+        class_names: Some((0..spec.classes).map(wnid).collect()),
+    };
+    let mut writer = ParquetWriter::new(&root.join("data"), "train", options)?;
+    in_chunks(&spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
+        let class = i / spec.per_class;
+        let name = format!("{}_{}.jpg", wnid(class), i % spec.per_class);
+        writer.write(jpeg, Some(&name), class as i64)?;
+        progress(1);
+        Ok(())
+    })?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// Calls `write` with each image of [`imagefolder`]'s (index, JPEG) in
+/// order, encoding `chunk` at a time in parallel.
+fn in_chunks(
+    spec: &ImageFolderSpec,
+    root: &Path,
+    chunk: usize,
+    mut write: impl FnMut(usize, &[u8]) -> Result<(), SynthError>,
+) -> Result<(), SynthError> {
     let total = spec.classes * spec.per_class;
-    for chunk_start in (0..total).step_by(WEBDATASET_SHARD_SAMPLES) {
-        let chunk: Vec<usize> =
-            (chunk_start..total.min(chunk_start + WEBDATASET_SHARD_SAMPLES)).collect();
-        let jpegs: Vec<Vec<u8>> = chunk
+    for start in (0..total).step_by(chunk) {
+        let indices: Vec<usize> = (start..total.min(start + chunk)).collect();
+        let jpegs: Vec<Vec<u8>> = indices
             .par_iter()
-            .map(|&i| folder_jpeg(&spec, i, &root.join(format!("{i}.jpg"))))
+            .map(|&i| folder_jpeg(spec, i, &root.join(format!("{i}.jpg"))))
             .collect::<Result<_, _>>()?;
-        for (&i, jpeg) in chunk.iter().zip(&jpegs) {
-            let class = i / spec.per_class;
-            let cls = class.to_string();
-            let key = format!("{}_{}", wnid(class), i % spec.per_class);
-            writer.write(&key, &[("jpg", jpeg), ("cls", cls.as_bytes())])?;
-            progress(1);
+        for (&i, jpeg) in indices.iter().zip(&jpegs) {
+            write(i, jpeg)?;
         }
     }
-    writer.finish()?;
     Ok(())
 }

@@ -17,8 +17,8 @@ pub struct Request {
     pub count: Option<usize>,
     /// Seed of every image and label.
     pub seed: u64,
-    /// Image folders (and WebDataset shards of the same images): typical
-    /// (width, height).
+    /// Image folders (and WebDataset shards or Parquet of the same
+    /// images): typical (width, height).
     pub size: Option<(u32, u32)>,
     /// Image folders: class folders.
     pub classes: Option<usize>,
@@ -48,7 +48,7 @@ impl Request {
                 let s = self.digiface();
                 s.classes * s.per_class
             }
-            DatasetKind::ImageFolder | DatasetKind::WebDataset => {
+            DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
                 let s = self.imagefolder();
                 s.classes * s.per_class
             }
@@ -63,6 +63,7 @@ impl Request {
             DatasetKind::DigiFace => "DigiFace1M images",
             DatasetKind::ImageFolder => "JPEGs in class folders",
             DatasetKind::WebDataset => "JPEGs in WebDataset shards",
+            DatasetKind::Parquet => "JPEGs in Hugging Face Parquet",
         }
     }
 
@@ -136,6 +137,7 @@ pub fn generate(
         DatasetKind::DigiFace => adapt_synth::digiface(out, request.digiface(), progress)?,
         DatasetKind::ImageFolder => adapt_synth::imagefolder(out, request.imagefolder(), progress)?,
         DatasetKind::WebDataset => adapt_synth::webdataset(out, request.imagefolder(), progress)?,
+        DatasetKind::Parquet => adapt_synth::parquet(out, request.imagefolder(), progress)?,
     }
     Ok(request.total())
 }

@@ -57,7 +57,7 @@ pub use adapt_loader::{
 };
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
 pub use adapt_pipeline::{
-    DatasetSpec, Pipeline, TransformSpec, WebDatasetSpec, parse_transforms, transforms_text,
+    DatasetSpec, Pipeline, SampleFields, TransformSpec, parse_transforms, transforms_text,
 };
 pub use adapt_remote::{
     RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,

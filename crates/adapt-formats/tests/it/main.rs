@@ -8,6 +8,7 @@ mod cifar10;
 mod digiface;
 mod hostile;
 mod imagefolder;
+mod parquet;
 mod webdataset;
 
 use std::path::PathBuf;

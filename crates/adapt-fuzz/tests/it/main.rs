@@ -36,6 +36,7 @@ fn the_targets_cover_every_parser() {
         "pipeline-text",
         "checkpoint",
         "webdataset-shard",
+        "parquet-file",
     ] {
         assert!(names.contains(&n), "{n}");
     }

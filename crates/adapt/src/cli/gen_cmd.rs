@@ -8,9 +8,10 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// cifar10, celeba, digiface, imagefolder (class folders of JPEGs,
-    /// ImageNet-like by default; --size 1024x768 for camera-sized photos) or
+    /// ImageNet-like by default; --size 1024x768 for camera-sized photos),
     /// webdataset (the same JPEGs as imagefolder with the same flags, in tar
-    /// shards of 1000 samples with `cls` labels).
+    /// shards of 1000 samples with `cls` labels) or parquet (the same JPEGs
+    /// in the Hugging Face layout, `data/train-*.parquet` of 1000 rows).
     #[arg(long)]
     dataset: DatasetKind,
     /// Folder to write the layout into.
@@ -24,10 +25,10 @@ pub struct Args {
     /// Seed of every image and label.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// imagefolder, webdataset: typical landscape size WIDTHxHEIGHT (default 500x375).
+    /// imagefolder, webdataset, parquet: typical landscape size WIDTHxHEIGHT (default 500x375).
     #[arg(long, value_parser = super::inspect::parse_size)]
     size: Option<(u32, u32)>,
-    /// imagefolder, webdataset: number of classes (default 10).
+    /// imagefolder, webdataset, parquet: number of classes (default 10).
     #[arg(long)]
     classes: Option<usize>,
 }

@@ -10,17 +10,17 @@ use std::path::PathBuf;
 /// Which data and pipeline a verb reads (shared by `inspect` and `load`).
 #[derive(clap::Args)]
 pub(crate) struct DatasetArgs {
-    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset
-    /// or pack.
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset,
+    /// parquet or pack.
     #[arg(long)]
     dataset: String,
     /// The folder holding the format's files (a pack may be
-    /// s3://bucket/prefix; WebDataset shards a folder, `a.tar::b.tar` or
-    /// `shards-{000000..000099}.tar`).
+    /// s3://bucket/prefix; WebDataset shards or Parquet files a folder,
+    /// `a.tar::b.tar` or `shards-{000000..000099}.tar`).
     #[arg(long)]
     path: PathBuf,
     #[command(flatten)]
-    members: WebDatasetArgs,
+    members: FieldArgs,
     #[command(flatten)]
     remote: super::remote_args::RemoteArgs,
     /// CIFAR-10 split.
@@ -34,31 +34,35 @@ pub(crate) struct DatasetArgs {
     pipeline: PipelineArgs,
 }
 
-/// Which members of a WebDataset sample are read (shared by the verbs that
-/// open data).
+/// Which members of a WebDataset sample, or columns of a Parquet row, are
+/// read (shared by the verbs that open data).
 #[derive(clap::Args)]
-pub(crate) struct WebDatasetArgs {
+pub(crate) struct FieldArgs {
     /// webdataset: the image member's extension, alternatives separated by
-    /// `;` (default jpg;jpeg;png;webp).
+    /// `;` (default jpg;jpeg;png;webp). parquet: the image column, a
+    /// `{bytes, path}` struct or binary (default image).
     #[arg(long)]
     image: Option<String>,
     /// webdataset: the label member's extension, an integer in ASCII
-    /// (default cls); `none` for unlabelled shards (labels -1).
+    /// (default cls). parquet: the integer label column (default label).
+    /// `none` for unlabelled data (labels -1).
     #[arg(long)]
     label: Option<String>,
 }
 
-impl WebDatasetArgs {
-    /// The members asked for, applied to `spec` (an error for another kind).
+impl FieldArgs {
+    /// The fields asked for, applied to `spec` (an error for another kind).
     pub(crate) fn apply(&self, mut spec: DatasetSpec) -> anyhow::Result<DatasetSpec> {
         if self.image.is_none() && self.label.is_none() {
             return Ok(spec);
         }
-        if !spec.kind.eq_ignore_ascii_case("webdataset") {
-            anyhow::bail!("--image and --label choose WebDataset members (--dataset webdataset)");
-        }
-        let default = crate::WebDatasetSpec::default();
-        spec.webdataset = Some(crate::WebDatasetSpec {
+        let Some(default) = crate::SampleFields::default_for(&spec.kind) else {
+            anyhow::bail!(
+                "--image and --label choose WebDataset members or Parquet columns (--dataset \
+                 webdataset or parquet)"
+            );
+        };
+        spec.fields = Some(crate::SampleFields {
             image: self.image.clone().unwrap_or(default.image),
             label: match self.label.as_deref() {
                 None => default.label,

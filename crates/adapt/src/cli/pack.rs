@@ -16,14 +16,15 @@ pub struct Args {
     #[arg(long, conflicts_with = "out")]
     verify: Option<PathBuf>,
     /// Source format: cifar10, celeba, digiface, celeba+digiface,
-    /// imagefolder or webdataset.
+    /// imagefolder, webdataset or parquet.
     #[arg(long)]
     dataset: Option<String>,
-    /// The folder holding the source's files (WebDataset: the shards).
+    /// The folder holding the source's files (WebDataset, Parquet: the
+    /// file list).
     #[arg(long)]
     path: Option<PathBuf>,
     #[command(flatten)]
-    members: super::inspect::WebDatasetArgs,
+    members: super::inspect::FieldArgs,
     /// The pack to write: a folder, or s3://bucket/prefix (staged in the
     /// cache folder, uploaded shard by shard, the manifest last).
     #[arg(long)]

@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset
-    /// or pack (default: the embedded CIFAR-10).
+    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset,
+    /// parquet or pack (default: the embedded CIFAR-10).
     #[arg(long)]
     dataset: Option<String>,
-    /// The folder holding the dataset's files (WebDataset: the shards, as
-    /// for `load`).
+    /// The folder holding the dataset's files (WebDataset, Parquet: the
+    /// file list, as for `load`).
     #[arg(long)]
     path: Option<PathBuf>,
     #[command(flatten)]
-    members: super::inspect::WebDatasetArgs,
+    members: super::inspect::FieldArgs,
     /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
     #[arg(long, value_parser = super::inspect::parse_size)]
     resize: Option<(u32, u32)>,

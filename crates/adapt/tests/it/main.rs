@@ -325,20 +325,72 @@ fn epoch_of(run: &mut Run, epoch: u64) -> Vec<(Vec<usize>, Vec<u8>)> {
     out
 }
 
-/// WebDataset shards through the front: the same batches for any worker
-/// count, random access and streamed; streamed across 2 ranks × 3 workers
-/// every sample is seen and the ranks run the same number of batches
-/// (uneven shards padded); exact resume at three cut points.
+/// 90 generated JPEGs (the same bytes as [`small_webdataset`]'s, in the
+/// same order) rewritten as Parquet files of 40 rows in row groups of 7:
+/// groups of 7, 7, 7, 7, 7, 5, …, 7, 3 rows.
+fn small_parquet(dir: &Path) -> std::path::PathBuf {
+    use adapt::engines::dataset::Dataset;
+    use adapt::engines::formats::{Parquet, ParquetWriter, ParquetWriterOptions};
+    let loose = dir.join("loose-parquet");
+    let request = adapt::generate::Request {
+        count: Some(90),
+        size: Some((24, 20)),
+        classes: Some(3),
+        ..adapt::generate::Request::new(DatasetKind::Parquet, 5)
+    };
+    adapt::generate(&request, &loose, &|_| {}).unwrap();
+    let whole = Parquet::open(&loose.display().to_string(), &Default::default()).unwrap();
+    let out = dir.join("parquet");
+    let options = ParquetWriterOptions {
+        rows_per_file: 40,
+        rows_per_group: 7,
+        class_names: whole.class_names().map(<[String]>::to_vec),
+    };
+    let mut w = ParquetWriter::new(&out, "train", options).unwrap();
+    for i in 0..whole.len() {
+        let e = whole.encoded(i).unwrap().unwrap();
+        w.write(&e.bytes, None, e.label).unwrap();
+    }
+    w.finish().unwrap();
+    out
+}
+
+/// WebDataset shards and Parquet row groups through the front: the same
+/// batches for any worker count, random access and streamed; streamed
+/// across 2 ranks × 3 workers every sample is seen and the ranks run the
+/// same number of batches (uneven shards padded); exact resume at three
+/// cut points. Both hold the same images in the same order, so their
+/// shuffled random-access epochs are the same batches.
 #[test]
-fn webdataset_shards_load_stream_share_and_resume() {
+fn sharded_loose_data_loads_streams_shares_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
     let shards = small_webdataset(dir.path());
-    let spec = format!("{}/p{{0..6}}-000000.tar", shards.display());
-    let pipeline = Pipeline::new(DatasetSpec::new("webdataset", &spec))
-        .with_transforms("random_resized_crop(16),hflip")
-        .unwrap()
-        .with_output("u8")
-        .unwrap();
+    let tars = format!("{}/p{{0..6}}-000000.tar", shards.display());
+    let parquet = small_parquet(dir.path());
+    let mut random = Vec::new();
+    for spec in [
+        DatasetSpec::new("webdataset", &tars),
+        DatasetSpec::new("parquet", &parquet),
+    ] {
+        let opened = spec.open().unwrap();
+        assert!(opened.shards.as_ref().unwrap().len() >= 7, "{}", spec.kind);
+        let pipeline = Pipeline::new(spec)
+            .with_transforms("random_resized_crop(16),hflip")
+            .unwrap()
+            .with_output("u8")
+            .unwrap();
+        random.push(loads_streams_shares_and_resumes(&pipeline));
+    }
+    assert!(
+        random[0] == random[1],
+        "WebDataset and Parquet epochs differ"
+    );
+}
+
+/// The checks of [`sharded_loose_data_loads_streams_shares_and_resumes`]
+/// on one pipeline of 90 samples; returns its shuffled random-access epoch.
+fn loads_streams_shares_and_resumes(pipeline: &Pipeline) -> Vec<(Vec<usize>, Vec<u8>)> {
+    let kind = pipeline.dataset.kind.clone();
     let opts = |workers, stream, rank: Option<(usize, usize)>| RunOptions {
         batch_size: 8,
         shuffle: true,
@@ -348,27 +400,28 @@ fn webdataset_shards_load_stream_share_and_resume() {
         distributed: rank.map(|(rank, world_size)| adapt::Distributed { rank, world_size }),
         ..RunOptions::default()
     };
+    let mut random = Vec::new();
     for stream in [None, Some(12)] {
-        let base = epoch_of(
-            &mut Run::open(&pipeline, &opts(0, stream, None)).unwrap(),
-            1,
-        );
+        let base = epoch_of(&mut Run::open(pipeline, &opts(0, stream, None)).unwrap(), 1);
         let mut seen: Vec<usize> = base.iter().flat_map(|b| b.0.clone()).collect();
         seen.sort_unstable();
-        assert_eq!(seen, (0..90).collect::<Vec<_>>(), "{stream:?}");
+        assert_eq!(seen, (0..90).collect::<Vec<_>>(), "{kind} {stream:?}");
         for workers in [1, 3] {
             let got = epoch_of(
-                &mut Run::open(&pipeline, &opts(workers, stream, None)).unwrap(),
+                &mut Run::open(pipeline, &opts(workers, stream, None)).unwrap(),
                 1,
             );
-            assert!(got == base, "{workers} workers, stream {stream:?}");
+            assert!(got == base, "{kind}: {workers} workers, stream {stream:?}");
+        }
+        if stream.is_none() {
+            random = base;
         }
     }
     // Two ranks streamed with 3 workers each.
     let ranks: Vec<Vec<(Vec<usize>, Vec<u8>)>> = (0..2)
         .map(|r| {
             epoch_of(
-                &mut Run::open(&pipeline, &opts(3, Some(12), Some((r, 2)))).unwrap(),
+                &mut Run::open(pipeline, &opts(3, Some(12), Some((r, 2)))).unwrap(),
                 2,
             )
         })
@@ -376,31 +429,32 @@ fn webdataset_shards_load_stream_share_and_resume() {
     assert_eq!(
         ranks[0].len(),
         ranks[1].len(),
-        "the ranks run as many batches"
+        "{kind}: the ranks run as many batches"
     );
     let mut all: Vec<usize> = ranks.iter().flatten().flat_map(|b| b.0.clone()).collect();
     all.sort_unstable();
     all.dedup();
-    assert_eq!(all, (0..90).collect::<Vec<_>>());
+    assert_eq!(all, (0..90).collect::<Vec<_>>(), "{kind}");
     // Exact resume, streamed and shuffled, at three cut points.
     for stream in [None, Some(12)] {
         let o = opts(2, stream, None);
-        let whole = epoch_of(&mut Run::open(&pipeline, &o).unwrap(), 3);
+        let whole = epoch_of(&mut Run::open(pipeline, &o).unwrap(), 3);
         for cut in [1, whole.len() / 2, whole.len() - 1] {
-            let mut run = Run::open(&pipeline, &o).unwrap();
+            let mut run = Run::open(pipeline, &o).unwrap();
             run.start(3).unwrap();
             for _ in 0..cut {
                 run.next(&mut || false).unwrap().unwrap();
             }
             let state = run.state().unwrap();
-            let mut resumed = Run::open(&pipeline, &o).unwrap();
+            let mut resumed = Run::open(pipeline, &o).unwrap();
             resumed.resume(&state).unwrap();
             let mut rest = Vec::new();
             while let Some(b) = resumed.next(&mut || false) {
                 let b = b.unwrap();
                 rest.push((b.indices().to_vec(), b.bytes().to_vec()));
             }
-            assert!(rest == whole[cut..], "cut {cut}, stream {stream:?}");
+            assert!(rest == whole[cut..], "{kind}: cut {cut}, stream {stream:?}");
         }
     }
+    random
 }

@@ -1,18 +1,34 @@
-//! WebDataset shard lists as its users write them: `::`-separated URLs,
-//! brace expansion (`shards-{000000..000999}.tar`, `{a,b}`, `{1..9..2}`,
-//! nested, as the `braceexpand` package WebDataset uses), or a folder whose
-//! `.tar` files are the shards in sorted name order.
+//! File lists as WebDataset and Hugging Face users write them: `::`-separated
+//! paths, brace expansion (`shards-{000000..000999}.tar`, `{a,b}`,
+//! `{1..9..2}`, nested, as the `braceexpand` package WebDataset uses), or a
+//! folder whose files of the format's extension are taken in sorted order.
 
 use crate::FormatError;
 use std::path::{Path, PathBuf};
 
-/// Most shards one list may expand to (LAION-400M has 41,455): a typo such
-/// as `{0..999999999}` is an error, not an allocation of a billion paths.
+/// Most files one list may expand to (LAION-400M has 41,455 shards): a typo
+/// such as `{0..999999999}` is an error, not an allocation of a billion
+/// paths.
 pub const MAX_SHARDS: usize = 10_000_000;
 
-/// The shard files of `spec`: each `::`-separated part brace-expanded, and a
-/// part that names a folder replaced by its `.tar` files in sorted order.
-pub fn shard_list(spec: &str) -> Result<Vec<PathBuf>, FormatError> {
+/// Where a folder's files are looked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Folder {
+    /// Its own files only (WebDataset shards).
+    Flat,
+    /// Its files and its sub-folders' (a Hugging Face `data/` tree).
+    Recursive,
+}
+
+/// The files of `spec`: each `::`-separated part brace-expanded, and a part
+/// that names a folder replaced by its `.{extension}` files in sorted
+/// order. `what` names the files in the error for an empty list.
+pub(crate) fn list_files(
+    spec: &str,
+    extension: &str,
+    folder: Folder,
+    what: &'static str,
+) -> Result<Vec<PathBuf>, FormatError> {
     let bad = |reason: String| FormatError::InvalidInput {
         path: PathBuf::from(spec),
         reason,
@@ -22,35 +38,52 @@ pub fn shard_list(spec: &str) -> Result<Vec<PathBuf>, FormatError> {
         for name in expand_braces(part, MAX_SHARDS).map_err(bad)? {
             let path = PathBuf::from(name);
             if path.is_dir() {
-                out.extend(tars_in(&path)?);
+                let start = out.len();
+                files_in(&path, extension, folder, &mut out)?;
+                out[start..].sort();
             } else {
                 out.push(path);
             }
             if out.len() > MAX_SHARDS {
-                return Err(bad(format!("more than {MAX_SHARDS} shards")));
+                return Err(bad(format!("more than {MAX_SHARDS} files")));
             }
         }
     }
     if out.is_empty() {
         return Err(FormatError::Empty {
             path: PathBuf::from(spec),
-            what: "no WebDataset shard (.tar) named or found",
+            what,
         });
     }
     Ok(out)
 }
 
-/// The `.tar` files directly in `dir`, sorted by name.
-fn tars_in(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
-    let mut tars = Vec::new();
+/// Appends the `.{extension}` files in `dir` (and below it, when
+/// recursive) to `out`, unsorted.
+fn files_in(
+    dir: &Path,
+    extension: &str,
+    folder: Folder,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), FormatError> {
+    let mut entries: Vec<PathBuf> = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(FormatError::io(dir))? {
-        let path = entry.map_err(FormatError::io(dir))?.path();
-        if path.is_file() && path.extension().is_some_and(|e| e == "tar") {
-            tars.push(path);
+        entries.push(entry.map_err(FormatError::io(dir))?.path());
+    }
+    for path in entries {
+        if path.is_file() && path.extension().is_some_and(|e| e == extension) {
+            out.push(path);
+        } else if folder == Folder::Recursive && path.is_dir() {
+            files_in(&path, extension, folder, out)?;
+        }
+        if out.len() > MAX_SHARDS {
+            return Err(FormatError::InvalidInput {
+                path: dir.to_owned(),
+                reason: format!("more than {MAX_SHARDS} files"),
+            });
         }
     }
-    tars.sort();
-    Ok(tars)
+    Ok(())
 }
 
 /// Brace expansion as Python's `braceexpand`: `{a,b}` alternatives,

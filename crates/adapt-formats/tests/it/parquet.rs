@@ -1,0 +1,197 @@
+//! Parquet in the Hugging Face layout: written by our writer, read back
+//! equal (pixels, labels, class names, row groups) from several threads
+//! and through a cache smaller than one file, and damaged in each way the
+//! reader must name. Files written by pyarrow and `datasets`' layout are
+//! read in the Python tests.
+
+use crate::pattern;
+use adapt_dataset::Dataset;
+use adapt_formats::{
+    DatasetKind, FormatError, OpenOptions, Parquet, ParquetOptions, ParquetWriter,
+    ParquetWriterOptions, encode_png,
+};
+use std::path::{Path, PathBuf};
+
+fn png(salt: u32) -> Vec<u8> {
+    encode_png(Path::new("x.png"), &pattern(6, 4, 3, salt), 6, 4, 3).unwrap()
+}
+
+/// `n` rows of split `split` in `dir`: PNG `i`, label `i % 3`, files of 7
+/// rows in row groups of 3.
+fn write(dir: &Path, split: &str, n: usize) -> Vec<PathBuf> {
+    let options = ParquetWriterOptions {
+        rows_per_file: 7,
+        rows_per_group: 3,
+        class_names: Some(vec!["cat".into(), "dog".into(), "eel".into()]),
+    };
+    let mut w = ParquetWriter::new(dir, split, options).unwrap();
+    for i in 0..n {
+        w.write(&png(i as u32), Some(&format!("{i}.png")), (i % 3) as i64)
+            .unwrap();
+    }
+    w.finish().unwrap()
+}
+
+#[test]
+fn reads_back_what_was_written_by_row_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write(dir.path(), "train", 17);
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "train-00000-of-00003.parquet",
+            "train-00001-of-00003.parquet",
+            "train-00002-of-00003.parquet"
+        ]
+    );
+    let pattern_spec = format!(
+        "{}/train-{{00000..00002}}-of-00003.parquet",
+        dir.path().display()
+    );
+    for spec in [dir.path().display().to_string(), pattern_spec] {
+        let ds = Parquet::open(&spec, &ParquetOptions::default()).unwrap();
+        assert_eq!(ds.len(), 17);
+        assert_eq!(ds.num_classes(), Some(3));
+        assert_eq!(ds.class_names().unwrap(), ["cat", "dog", "eel"]);
+        // Files of 7 rows in groups of 3: 3+3+1, 3+3+1, 3.
+        let starts: Vec<usize> = ds.row_group_ranges().iter().map(|r| r.start).collect();
+        assert_eq!(starts, [0, 3, 6, 7, 10, 13, 14]);
+        for i in 0..17 {
+            let s = ds.get(i).unwrap();
+            assert_eq!(s.pixels, pattern(6, 4, 3, i as u32), "sample {i}");
+            assert_eq!(s.label, (i % 3) as i64);
+            assert_eq!(ds.label(i), Some((i % 3) as i64));
+            assert_eq!(ds.encoded(i).unwrap().unwrap().bytes, png(i as u32));
+        }
+        assert!(
+            ds.source(8)
+                .ends_with("train-00001-of-00003.parquet (row group 0, row 1)"),
+            "{}",
+            ds.source(8)
+        );
+    }
+    // By name as the pipeline opens it, unlabelled.
+    let options = OpenOptions {
+        parquet: ParquetOptions {
+            label: None,
+            ..ParquetOptions::default()
+        },
+        ..OpenOptions::default()
+    };
+    let ds = adapt_formats::open(DatasetKind::Parquet, &files[2], &options).unwrap();
+    assert_eq!((ds.len(), ds.num_classes()), (3, None));
+    assert_eq!(ds.get(0).unwrap().label, -1);
+}
+
+#[test]
+fn threads_and_a_small_cache_read_the_same_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "train", 40);
+    let spec = dir.path().display().to_string();
+    let whole = Parquet::open(&spec, &ParquetOptions::default()).unwrap();
+    // A budget below one row group: every group is decoded when read.
+    let small = Parquet::open(&spec, &ParquetOptions::default())
+        .unwrap()
+        .with_cache_bytes(1);
+    let expected: Vec<Vec<u8>> = (0..40).map(|i| whole.get(i).unwrap().pixels).collect();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (small, expected) = (&small, &expected);
+            s.spawn(move || {
+                for k in 0..40 {
+                    let i = (k * 7 + t * 11) % 40;
+                    assert_eq!(small.get(i).unwrap().pixels, expected[i], "sample {i}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn names_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write(dir.path(), "train", 7);
+    let one = files[0].display().to_string();
+    // A missing column lists the file's columns.
+    let missing = ParquetOptions {
+        image: "img".into(),
+        ..ParquetOptions::default()
+    };
+    let e = Parquet::open(&one, &missing).err().unwrap().to_string();
+    assert!(e.contains("no image column \"img\""), "{e}");
+    assert!(e.contains("image.bytes, image.path, label"), "{e}");
+    // The image as a label, the label as an image.
+    let crossed = ParquetOptions {
+        image: "label".into(),
+        label: Some("image".into()),
+    };
+    let e = Parquet::open(&one, &crossed).err().unwrap().to_string();
+    assert!(e.contains("is INT64, not binary"), "{e}");
+    // A file cut short, and one that is not Parquet at all.
+    let bytes = std::fs::read(&files[0]).unwrap();
+    let cut = dir.path().join("cut.parquet");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let e = Parquet::open(&cut.display().to_string(), &ParquetOptions::default())
+        .err()
+        .unwrap();
+    assert!(matches!(e, FormatError::Parquet { .. }), "{e}");
+    assert!(e.to_string().contains("cut.parquet"), "{e}");
+    let text = dir.path().join("text.parquet");
+    std::fs::write(&text, b"not parquet at all").unwrap();
+    let e = Parquet::open(&text.display().to_string(), &ParquetOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("not a readable Parquet file"), "{e}");
+    // A non-image blob fails its own read only, naming the row.
+    let blobs = tempfile::tempdir().unwrap();
+    let mut w = ParquetWriter::new(blobs.path(), "train", ParquetWriterOptions::default()).unwrap();
+    w.write(&png(1), None, 0).unwrap();
+    w.write(b"not an image", None, 1).unwrap();
+    w.finish().unwrap();
+    let ds = Parquet::open(
+        &blobs.path().display().to_string(),
+        &ParquetOptions::default(),
+    )
+    .unwrap();
+    assert!(ds.get(0).is_ok());
+    let e = ds.get(1).err().unwrap().to_string();
+    assert!(e.contains("(row group 0, row 1)"), "{e}");
+}
+
+#[test]
+fn a_folder_of_several_splits_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    write(&data, "train", 7);
+    write(&data, "test", 3);
+    let e = Parquet::open(
+        &dir.path().display().to_string(),
+        &ParquetOptions::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("the splits test, train"), "{e}");
+    // One split's files by pattern, or a refs/convert/parquet folder.
+    let test = format!("{}/test-00000-of-00001.parquet", data.display());
+    assert_eq!(
+        Parquet::open(&test, &ParquetOptions::default())
+            .unwrap()
+            .len(),
+        3
+    );
+    let convert = dir.path().join("default/validation");
+    std::fs::create_dir_all(&convert).unwrap();
+    std::fs::copy(
+        data.join("test-00000-of-00001.parquet"),
+        convert.join("0000.parquet"),
+    )
+    .unwrap();
+    let ds = Parquet::open(&convert.display().to_string(), &ParquetOptions::default()).unwrap();
+    assert_eq!(ds.len(), 3);
+}

@@ -1,0 +1,141 @@
+"""Parquet written by pyarrow itself in the Hugging Face layout (an `image`
+struct of `{bytes, path}`, an integer label, the `huggingface` metadata
+naming the `ClassLabel`), read by `adapt.datasets.Parquet`: the samples
+equal what pyarrow reads (pixels and labels), for any compression, page
+encoding and row-group size pyarrow writes, and load in batches the same
+for any worker count, random access or streamed by row group."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+import adapt
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+PIL = pytest.importorskip("PIL.Image")
+
+NAMES = ["ant", "bee", "cat", "dog"]
+
+
+def _image(i):
+    rng = np.random.default_rng(i)
+    return rng.integers(0, 256, size=(10 + i % 4, 14, 3), dtype=np.uint8)
+
+
+def _png(i):
+    out = io.BytesIO()
+    PIL.fromarray(_image(i)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def _hf_table(rows, labels=None):
+    """A table as `datasets` gives an Image + ClassLabel dataset."""
+    images = pa.array([{"bytes": _png(i), "path": f"{i}.png"} for i in rows],
+                      type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    labels = [i % 4 for i in rows] if labels is None else labels
+    features = {"info": {"features": {"image": {"_type": "Image"},
+                                      "label": {"names": NAMES, "_type": "ClassLabel"}}}}
+    table = pa.table({"image": images, "label": pa.array(labels, type=pa.int64())})
+    return table.replace_schema_metadata({"huggingface": json.dumps(features)})
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """`data/train-0000N-of-00003.parquet` (35 rows: 15, 15, 5, row groups
+    of 4, each file another codec) and `data/test-00000-of-00001.parquet`."""
+    d = tmp_path_factory.mktemp("hub")
+    (d / "data").mkdir()
+    for n, (start, stop, codec) in enumerate([(0, 15, "snappy"), (15, 30, "zstd"), (30, 35, "gzip")]):
+        pq.write_table(_hf_table(range(start, stop)), d / "data" / f"train-{n:05d}-of-00003.parquet",
+                       row_group_size=4, compression=codec)
+    pq.write_table(_hf_table(range(100, 103)), d / "data" / "test-00000-of-00001.parquet")
+    return d
+
+
+def test_samples_equal_pyarrows_reading(hub):
+    train = str(hub / "data" / "train-*.parquet")
+    theirs = pq.read_table(sorted((hub / "data").glob("train-*.parquet"))).to_pylist()
+    ours = adapt.datasets.Parquet(train)
+    assert len(ours) == len(theirs) == 35
+    for i, row in enumerate(theirs):
+        pixels, label = ours[i]
+        expected = np.asarray(PIL.open(io.BytesIO(row["image"]["bytes"])).convert("RGB"))
+        np.testing.assert_array_equal(pixels, expected)
+        np.testing.assert_array_equal(pixels, _image(i))
+        assert label == row["label"] == i % 4
+    assert ours.classes == NAMES
+    assert ours.targets == [i % 4 for i in range(35)]
+    # A brace pattern and a list name the same files; the folder holds two
+    # splits and is refused, naming them.
+    brace = str(hub / "data" / "train-{00000..00002}-of-00003.parquet")
+    assert len(adapt.datasets.Parquet(brace)) == 35
+    assert len(adapt.datasets.Parquet(sorted(str(p) for p in (hub / "data").glob("t*.parquet")))) == 38
+    with pytest.raises(adapt.DataError, match="the splits test, train"):
+        len(adapt.datasets.Parquet(str(hub)))
+
+
+def test_binary_columns_other_names_nulls_and_dictionary_pages(tmp_path):
+    # A raw binary image column, an int32 label named `cls` with a null,
+    # dictionary-encoded pages, page-format v2, one row group per row.
+    path = tmp_path / "raw.parquet"
+    table = pa.table({"img": pa.array([_png(i) for i in range(6)], type=pa.binary()),
+                      "cls": pa.array([3, None, 1, 0, 2, 2], type=pa.int32())})
+    pq.write_table(table, path, row_group_size=1, use_dictionary=True, data_page_version="2.0")
+    ds = adapt.datasets.Parquet(str(path), image="img", label="cls")
+    assert len(ds) == 6
+    assert [ds[i][1] for i in range(6)] == [3, -1, 1, 0, 2, 2]
+    for i in range(6):
+        np.testing.assert_array_equal(ds[i][0], _image(i))
+    with pytest.raises(AttributeError, match="no class names"):
+        ds.classes
+    unlabelled = adapt.datasets.Parquet(str(path), image="img", label=None)
+    assert unlabelled[0][1] == -1
+
+
+def test_bad_files_name_the_file_column_and_row(tmp_path):
+    path = tmp_path / "x.parquet"
+    table = pa.table({"image": pa.array([{"bytes": _png(0), "path": None}, {"bytes": None, "path": "lost.png"},
+                                         {"bytes": b"not an image", "path": None}],
+                                        type=pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+                      "label": pa.array([0, 1, 2], type=pa.int64())})
+    pq.write_table(table, path)
+    ds = adapt.datasets.Parquet(str(path))
+    assert ds[0][1] == 0
+    # A bad row fails its own read only (a SampleError), naming the row.
+    with pytest.raises(adapt.SampleError, match=r"x\.parquet \(row group 0, row 1\): the image column image\.bytes is null"):
+        ds[1]
+    with pytest.raises(adapt.SampleError, match=r"x\.parquet \(row group 0, row 2\)"):
+        ds[2]
+    with pytest.raises(adapt.DataError, match=r"no label column \"target\" \(the file's columns: image\.bytes, image\.path, label\)"):
+        len(adapt.datasets.Parquet(str(path), label="target"))
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(adapt.DataError, match=r"cut\.parquet: not a readable Parquet file"):
+        len(adapt.datasets.Parquet(str(cut)))
+    with pytest.raises(ValueError, match="local files only"):
+        adapt.datasets.Parquet("https://huggingface.co/datasets/x/resolve/main/data/train-00000-of-00001.parquet")
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        adapt.datasets.Parquet(str(tmp_path / "none-*.parquet"))
+
+
+def _epoch(loader):
+    return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
+
+
+@pytest.mark.parametrize("stream", [None, 8])
+def test_batches_are_the_same_for_any_worker_count(hub, stream):
+    ds = adapt.datasets.Parquet(str(hub / "data" / "train-*.parquet"))
+    base = None
+    for workers in (0, 1, 3):
+        loader = adapt.DataLoader(ds, batch_size=6, shuffle=True, num_workers=workers, seed=3,
+                                  transform="random_crop(8),hflip", output="u8", stream=stream)
+        got = _epoch(loader)
+        assert len(got) == 6
+        if base is None:
+            base = got
+        assert got == base, f"{workers} workers, stream {stream}"
+    labels = sorted(int(x) for _, lab in base for x in np.frombuffer(lab, dtype=np.int64))
+    assert labels == sorted(i % 4 for i in range(35))
