@@ -311,8 +311,9 @@ class WebDataset(_Files):
     a list of those, or a folder of `.tar` files. Shards are indexed once at
     open (member offsets, as `wids`), so samples are read by random access:
     shuffling, exact resume and any world size work as for packs;
-    `DataLoader(..., stream=N)` reads them shard by shard instead, through
-    a shuffle buffer of N samples. Local files only, so far; gzipped
+    `DataLoader(..., stream=N)` streams them instead, 64 shards at once
+    (each read in order), through a shuffle buffer of N samples. Local
+    files only, so far; gzipped
     shards (`.tar.gz`) are not read.
     """
 
@@ -338,9 +339,9 @@ class Parquet(_Files):
     folder holding one split (`data/` with both `train-*` and `test-*`
     files is refused: name the split's files). Row groups are the unit of
     reading: a read decodes its row group's image column once into a
-    bounded cache; `DataLoader(..., stream=N)` reads row group by row group
-    through a shuffle buffer of N samples, which a shuffled dataset larger
-    than the cache needs. Local files only, so far.
+    bounded cache; `DataLoader(..., stream=N)` streams row groups instead,
+    16 at once, through a shuffle buffer of N samples, which a shuffled
+    dataset larger than the cache needs. Local files only, so far.
     """
 
     kind = "parquet"

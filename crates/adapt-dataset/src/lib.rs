@@ -3,8 +3,9 @@
 //! [`Sample`] with its [`Shape`] and [`Layout`], the encoded form of a sample
 //! with its format's fixed steps ([`Encoded`], [`FixedSteps`], [`CropBox`]),
 //! the reduced-decode seam ([`ScaledDecode`]), [`Concat`] of datasets, the
-//! epoch permutation, the shard-streaming order ([`ShardOrder`]) and the
-//! shared [`Error`].
+//! epoch permutation, the shard-streaming order ([`ShardOrder`]), how far
+//! an order is from a shuffle ([`ShuffleQuality`]) and the shared
+//! [`Error`].
 //!
 //! This crate is not for reading files or processing images: it does no I/O
 //! and has no policy on where data lives (readers are in `adapt-formats`),
@@ -42,6 +43,7 @@ mod sample;
 mod sampler;
 mod shaped;
 mod shard_order;
+mod shuffle_quality;
 mod subset;
 
 pub use concat::Concat;
@@ -53,6 +55,7 @@ pub use sample::{Layout, Sample, SampleView, Shape};
 pub use sampler::Sampler;
 pub use shaped::Shaped;
 pub use shard_order::ShardOrder;
+pub use shuffle_quality::ShuffleQuality;
 pub use subset::Subset;
 
 use std::sync::Arc;

@@ -202,6 +202,34 @@ pub enum FormatError {
 }
 
 impl FormatError {
+    /// A decoding error (`Decode`, `TooLarge`, `Transform`) renamed to name
+    /// `path` — where the image lives inside its file (a tar member, a
+    /// Parquet row) —, built only when decoding failed; others unchanged.
+    pub(crate) fn naming(self, path: impl FnOnce() -> PathBuf) -> Self {
+        match self {
+            FormatError::Decode { message, .. } => FormatError::Decode {
+                path: path(),
+                message,
+            },
+            FormatError::TooLarge {
+                width,
+                height,
+                limits,
+                ..
+            } => FormatError::TooLarge {
+                path: path(),
+                width,
+                height,
+                limits,
+            },
+            FormatError::Transform { source, .. } => FormatError::Transform {
+                path: path(),
+                source,
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| {

@@ -224,11 +224,7 @@ impl Parquet {
             path: PathBuf::from(format!("{} (row group {})", file.path.display(), g.number)),
             reason,
         };
-        let reader = file
-            .reader
-            .get_row_group(g.number as usize)
-            .and_then(|r| r.get_column_reader(file.image_leaf))
-            .map_err(|e| bad(e.to_string()))?;
+        let reader = column_of(file, g.number as usize, file.image_leaf).map_err(bad)?;
         let ColumnReader::ByteArrayColumnReader(reader) = reader else {
             return Err(bad("the image column is not binary".into()));
         };
@@ -268,8 +264,10 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
         path: path.clone(),
         reason,
     };
-    let reader = SerializedFileReader::new(PositionedFile::new(handle, len))
-        .map_err(|e| bad(format!("not a readable Parquet file: {e}")))?;
+    let reader = guarded(|| {
+        SerializedFileReader::new(PositionedFile::new(handle, len)).map_err(|e| e.to_string())
+    })
+    .map_err(|e| bad(format!("not a readable Parquet file: {e}")))?;
     let schema = reader.metadata().file_metadata().schema_descr();
     let image_leaf = leaf(schema, &options.image, true).map_err(bad)?;
     if let Some(label) = &options.label {
@@ -379,11 +377,7 @@ fn read_labels(
     rows: usize,
     out: &mut Vec<i64>,
 ) -> Result<(), String> {
-    let column = file
-        .reader
-        .get_row_group(group)
-        .and_then(|r| r.get_column_reader(leaf))
-        .map_err(|e| e.to_string())?;
+    let column = column_of(file, group, leaf)?;
     let max_def = file
         .reader
         .metadata()
@@ -392,9 +386,9 @@ fn read_labels(
         .column(leaf)
         .max_def_level();
     let (values, defs): (Vec<i64>, Vec<i16>) = match column {
-        ColumnReader::Int64ColumnReader(r) => read_column(r, rows).map_err(|e| e.to_string())?,
+        ColumnReader::Int64ColumnReader(r) => read_column(r, rows)?,
         ColumnReader::Int32ColumnReader(r) => {
-            let (v, d) = read_column(r, rows).map_err(|e| e.to_string())?;
+            let (v, d) = read_column(r, rows)?;
             (v.into_iter().map(i64::from).collect(), d)
         }
         _ => return Err("the label column is not an integer".into()),
@@ -425,23 +419,51 @@ fn read_labels(
     Ok(())
 }
 
+/// Row group `group`'s reader of leaf column `leaf`.
+fn column_of(file: &File, group: usize, leaf: usize) -> Result<ColumnReader, String> {
+    guarded(|| {
+        file.reader
+            .get_row_group(group)
+            .and_then(|r| r.get_column_reader(leaf))
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Reads `rows` records of a column: its non-null values and (for an
 /// optional column) its definition levels.
 fn read_column<T: DataType>(
     mut reader: ColumnReaderImpl<T>,
     rows: usize,
-) -> parquet::errors::Result<(Vec<T::T>, Vec<i16>)> {
-    let (mut values, mut defs) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
-    let mut read = 0;
-    while read < rows {
-        let (records, _, _) =
-            reader.read_records(rows - read, Some(&mut defs), None, &mut values)?;
-        if records == 0 {
-            break;
+) -> Result<(Vec<T::T>, Vec<i16>), String> {
+    guarded(move || {
+        let (mut values, mut defs) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+        let mut read = 0;
+        while read < rows {
+            let (records, _, _) = reader
+                .read_records(rows - read, Some(&mut defs), None, &mut values)
+                .map_err(|e| e.to_string())?;
+            if records == 0 {
+                break;
+            }
+            read += records;
         }
-        read += records;
-    }
-    Ok((values, defs))
+        Ok((values, defs))
+    })
+}
+
+/// Runs a call into the `parquet` crate, which asserts on some damaged
+/// pages and footers instead of returning an error (found by fuzzing):
+/// such a panic becomes an error naming what stopped it, so a damaged file
+/// is an error like any other, never a crash of the worker.
+fn guarded<T>(call: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(format!("damaged data (the parquet reader stopped: {what})"))
+    })
 }
 
 /// The `ClassLabel` names of column `label` in the file's `huggingface`
@@ -526,13 +548,8 @@ impl Dataset for Parquet {
         let file = &self.files[self.groups[self.group_of(index)].file as usize];
         // The file names the image unless decoding fails: then the row
         // does (no path is formatted per sample).
-        decode_rgb_into(&file.path, bytes.data(), out).map_err(|e| match e {
-            FormatError::Decode { message, .. } => FormatError::Decode {
-                path: self.place(index),
-                message,
-            },
-            other => other,
-        })?;
+        decode_rgb_into(&file.path, bytes.data(), out)
+            .map_err(|e| e.naming(|| self.place(index)))?;
         out.label = self.labels[index];
         Ok(Read::Filled)
     }

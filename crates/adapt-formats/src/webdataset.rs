@@ -424,8 +424,11 @@ impl Dataset for WebDataset {
     fn read<'a>(&'a self, index: usize, out: &mut Sample) -> Result<Read<'a>, Error> {
         check_index(index, self.entries.len())?;
         let entry = &self.entries[index];
-        let path = self.member_path(entry);
-        decode_filled(&path, out, |bytes| self.read_member(entry, bytes))?;
+        // The shard names the image unless decoding fails: then the member
+        // does (no path is built per sample).
+        let shard = &self.shards[entry.shard as usize];
+        decode_filled(shard, out, |bytes| self.read_member(entry, bytes))
+            .map_err(|e| e.naming(|| self.member_path(entry)))?;
         out.label = entry.label;
         Ok(Read::Filled)
     }

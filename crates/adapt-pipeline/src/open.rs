@@ -155,9 +155,9 @@ pub struct OpenedDataset {
     pub pack: Option<Arc<PackDataset>>,
     /// Class names, when the format has them.
     pub class_names: Option<Vec<String>>,
-    /// The samples of each shard, for sharded loose data (WebDataset
-    /// shards, Parquet row groups) that can be streamed shard by shard.
-    pub shards: Option<Vec<std::ops::Range<usize>>>,
+    /// The shards of sharded loose data (WebDataset shards, Parquet row
+    /// groups), which can be streamed shard by shard.
+    pub shards: Option<Shards>,
 }
 
 fn normalize_of(kind: DatasetKind) -> (Vec<f32>, Vec<f32>) {
@@ -216,7 +216,9 @@ impl OpenedDataset {
                 Ok(Some(Arc::new(order)))
             }
             (Some(buffer), None, Some(shards)) => {
-                let order = ShardOrder::new(shards.clone(), seed, buffer).with_rank(rank, world);
+                let order = ShardOrder::new(shards.ranges.clone(), seed, buffer)
+                    .with_interleave(shards.interleave)
+                    .with_rank(rank, world);
                 Ok(Some(Arc::new(order)))
             }
             (Some(_), None, None) => Err(PipelineError::Option(
@@ -230,6 +232,27 @@ impl OpenedDataset {
         }
     }
 }
+
+/// The shards of sharded loose data and how many a stream reads at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shards {
+    /// The samples of each shard, as index ranges in storage order.
+    pub ranges: Vec<std::ops::Range<usize>>,
+    /// Shards a stream reads at once ([`ShardOrder::with_interleave`]).
+    pub interleave: usize,
+}
+
+/// WebDataset shards a stream reads at once: reading a member is one
+/// positioned read, so open shards cost nothing, and 64 mix a class-sorted
+/// set's batches five times more than one shard at a time
+/// (`docs/benchmarks.md`, shuffle quality).
+pub const WEBDATASET_STREAM_INTERLEAVE: usize = 64;
+
+/// Parquet row groups a stream reads at once: each open group stays
+/// decoded in the row-group cache, so fewer than for tar shards (16 of
+/// ImageNet-sized groups of 100 images, about 11 MB each, and those the
+/// buffer spans fit the 512 MiB cache).
+pub const PARQUET_STREAM_INTERLEAVE: usize = 16;
 
 /// Opens a dataset by format name (`cifar10`, `celeba`, `digiface`,
 /// `celeba+digiface` — a folder holding `celeba/` and `digiface/`, DigiFace
@@ -320,7 +343,10 @@ pub fn open_webdataset(
     };
     let dataset = WebDataset::open(spec, &options)?;
     Ok(OpenedDataset {
-        shards: Some(dataset.shard_ranges()),
+        shards: Some(Shards {
+            ranges: dataset.shard_ranges(),
+            interleave: WEBDATASET_STREAM_INTERLEAVE,
+        }),
         dataset: Arc::new(dataset),
         normalize: normalize_of(DatasetKind::WebDataset),
         pack: None,
@@ -339,7 +365,10 @@ pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset
     };
     let dataset = Parquet::open(spec, &options)?;
     Ok(OpenedDataset {
-        shards: Some(dataset.row_group_ranges()),
+        shards: Some(Shards {
+            ranges: dataset.row_group_ranges(),
+            interleave: PARQUET_STREAM_INTERLEAVE,
+        }),
         class_names: dataset.class_names().map(<[String]>::to_vec),
         dataset: Arc::new(dataset),
         normalize: normalize_of(DatasetKind::Parquet),

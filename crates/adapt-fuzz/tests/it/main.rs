@@ -55,6 +55,10 @@ fn regressions() {
     // ("capacity overflow") before bincode decoded under a limit.
     let overflow = include_bytes!("../regressions/pack-records-capacity-overflow.bin");
     assert_eq!(run_case(&by_name("pack-records"), overflow), Ok(false));
+    // A Parquet page the parquet crate asserts on ("Decoder for dict
+    // should have been set") instead of returning an error.
+    let dict = include_bytes!("../regressions/parquet-dictionary-decoder-unset.bin");
+    assert_eq!(run_case(&by_name("parquet-file"), dict), Ok(false));
     // Absurd sizes in pipeline text.
     for text in [
         "random_crop(4294967295)",
