@@ -33,8 +33,9 @@ enum Verb {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if !adapt::S3_ENABLED && needs_s3(&args) {
-        return with_s3(&args);
+    let missing = missing_features(&args);
+    if !missing.is_empty() {
+        return with_features(&missing, &args);
     }
     let defaults = adapt::cli::Defaults {
         cifar10: concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10").into(),
@@ -47,23 +48,52 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// The features a command needs that this build lacks: `s3` for an object
+/// store (`s3://…`), `parquet` for `--dataset parquet` and for `fuzz`
+/// (whose targets include Parquet files).
+fn missing_features(args: &[String]) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if !adapt::S3_ENABLED && needs_s3(args) {
+        missing.push("s3");
+    }
+    if !adapt::PARQUET_ENABLED && needs_parquet(args) {
+        missing.push("parquet");
+    }
+    missing
+}
+
 /// Whether a command names an object store (`s3://…`).
 fn needs_s3(args: &[String]) -> bool {
     args.iter().any(|a| a.contains("s3://"))
 }
 
-/// Runs the same command through cargo with the `s3` feature (the S3
-/// client is built the first time, then cached beside this build), waits
-/// for it and exits with its status.
-fn with_s3(args: &[String]) -> anyhow::Result<()> {
+/// Whether a command reads or writes Parquet: `--dataset parquet` (or
+/// `--dataset=parquet`), or the `fuzz` verb.
+fn needs_parquet(args: &[String]) -> bool {
+    let parquet = |a: &str| a.eq_ignore_ascii_case("parquet");
+    let named = args
+        .windows(2)
+        .any(|w| w[0] == "--dataset" && parquet(&w[1]));
+    let joined = args
+        .iter()
+        .any(|a| a.strip_prefix("--dataset=").is_some_and(parquet));
+    named || joined || args.first().is_some_and(|v| v == "fuzz")
+}
+
+/// Runs the same command through cargo with `features` (built the first
+/// time, then cached beside this build), waits for it and exits with its
+/// status.
+fn with_features(features: &[&str], args: &[String]) -> anyhow::Result<()> {
+    let features = features.join(",");
     eprintln!(
-        "an s3:// path: running with the S3 client (cargo run --release -p xtask --features s3; built once)"
+        "running with the `{features}` feature (cargo run --release -p xtask --features \
+         {features}; built once)"
     );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = std::process::Command::new(cargo)
         .args(["run", "--release", "--quiet", "--manifest-path"])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
-        .args(["--features", "s3", "--"])
+        .args(["--features", &features, "--"])
         .args(args)
         .status()?;
     std::process::exit(status.code().unwrap_or(1))
@@ -77,5 +107,23 @@ mod tests {
         assert!(super::needs_s3(&args(&["pack", "--out", "s3://b/p"])));
         assert!(super::needs_s3(&args(&["load", "--path=s3://b/p"])));
         assert!(!super::needs_s3(&args(&["tune", "--path", "datasets/s3"])));
+    }
+
+    #[test]
+    fn parquet_as_the_dataset_or_fuzzing_asks_for_the_reader() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(super::needs_parquet(&args(&[
+            "load",
+            "--dataset",
+            "parquet"
+        ])));
+        assert!(super::needs_parquet(&args(&["gen", "--dataset=parquet"])));
+        assert!(super::needs_parquet(&args(&["fuzz", "--seconds", "5"])));
+        assert!(!super::needs_parquet(&args(&["tune", "--path", "parquet"])));
+        assert!(!super::needs_parquet(&args(&[
+            "load",
+            "--dataset",
+            "webdataset"
+        ])));
     }
 }

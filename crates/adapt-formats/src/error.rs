@@ -191,6 +191,19 @@ pub enum FormatError {
         /// What is wrong.
         reason: String,
     },
+    /// A format this build was compiled without (a cargo feature).
+    #[error(
+        "{path}: this build reads no {format} (build with the `{feature}` feature; `cargo \
+         xtask` and the Python package turn it on by themselves)"
+    )]
+    NotBuilt {
+        /// The file or list that was to be read.
+        path: PathBuf,
+        /// The format.
+        format: &'static str,
+        /// The cargo feature that builds its reader.
+        feature: &'static str,
+    },
     /// A fixed step (crop, conversion) failed on a decoded image.
     #[error("{path}: {source}")]
     Transform {

@@ -24,13 +24,14 @@ mod error;
 mod file_list;
 mod image_io;
 mod imagefolder;
+#[cfg(feature = "parquet")]
 mod parquet;
+mod parquet_options;
 mod scaled;
 mod webdataset;
 
-pub use self::parquet::{
-    PARQUET_CACHE_BYTES, Parquet, ParquetOptions, ParquetWriter, ParquetWriterOptions,
-};
+#[cfg(feature = "parquet")]
+pub use self::parquet::{PARQUET_CACHE_BYTES, Parquet, ParquetWriter, ParquetWriterOptions};
 pub use celeba::{
     CELEBA_CROP, CELEBA_IDENTITY_FILE, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter,
 };
@@ -45,6 +46,7 @@ pub use image_io::{
     open_regular, set_decode_limits, write_atomically,
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
+pub use parquet_options::{PARQUET_ENABLED, ParquetOptions};
 pub use scaled::reduced_decoder;
 pub use webdataset::{
     MAX_MEMBER_BYTES, WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions, WebDatasetWriter,

@@ -20,7 +20,7 @@ pub use writer::{ParquetWriter, ParquetWriterOptions};
 
 use crate::file_list::{Folder, list_files};
 use crate::image_io::{decode_rgb_into, open_regular};
-use crate::{FormatError, MAX_MEMBER_BYTES};
+use crate::{FormatError, MAX_MEMBER_BYTES, ParquetOptions};
 use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Read, Sample, check_index};
 use cache::{Images, RowGroupCache};
 use chunk::PositionedFile;
@@ -39,28 +39,6 @@ pub const PARQUET_CACHE_BYTES: usize = 512 << 20;
 /// Most rows one row group may declare: the count sizes the label and
 /// image buffers, so it is bounded before it does.
 const MAX_GROUP_ROWS: i64 = 1 << 24;
-
-/// Which columns are the image and the label.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParquetOptions {
-    /// The image column: a `{bytes, path}` struct (its `bytes` field is
-    /// read) or a binary column.
-    pub image: String,
-    /// The integer label column; `None` for unlabelled data (labels -1).
-    /// A null label reads as -1, as `datasets` marks a missing `ClassLabel`.
-    pub label: Option<String>,
-}
-
-impl Default for ParquetOptions {
-    /// `image` and `label`, as the Hugging Face Hub's image datasets name
-    /// them.
-    fn default() -> Self {
-        Self {
-            image: "image".into(),
-            label: Some("label".into()),
-        }
-    }
-}
 
 /// One open file: its reader and the leaf columns read.
 struct File {

@@ -1,7 +1,7 @@
 //! Opening a dataset by format name, as the command line and the tuner do.
 
 use crate::{
-    CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder, Parquet,
+    CelebA, CelebAOptions, Cifar10, DigiFace, DigiFaceOptions, FormatError, ImageFolder,
     ParquetOptions, Split, WebDataset, WebDatasetOptions,
 };
 use adapt_dataset::Dataset;
@@ -127,6 +127,19 @@ pub fn open(
             &path.to_string_lossy(),
             &options.webdataset,
         )?),
-        DatasetKind::Parquet => Arc::new(Parquet::open(&path.to_string_lossy(), &options.parquet)?),
+        DatasetKind::Parquet => open_parquet(path, &options.parquet)?,
     })
+}
+
+/// Parquet files at `path` with `options`' columns.
+#[cfg(feature = "parquet")]
+fn open_parquet(path: &Path, options: &ParquetOptions) -> Result<Arc<dyn Dataset>, FormatError> {
+    let spec = path.to_string_lossy();
+    Ok(Arc::new(crate::Parquet::open(&spec, options)?))
+}
+
+/// A build without the `parquet` feature: refused, naming the feature.
+#[cfg(not(feature = "parquet"))]
+fn open_parquet(path: &Path, _: &ParquetOptions) -> Result<Arc<dyn Dataset>, FormatError> {
+    Err(FormatError::not_built_parquet(path))
 }

@@ -77,6 +77,7 @@ pub fn targets() -> Vec<Target> {
             seeds: webdataset_seeds,
             run: webdataset_run,
         },
+        #[cfg(feature = "parquet")]
         Target {
             name: "parquet-file",
             seeds: parquet_seeds,
@@ -215,6 +216,7 @@ fn webdataset_run(input: &[u8]) -> bool {
 
 /// Parquet files written by our writer in the Hugging Face layout: a PNG
 /// and a JPEG row with `ClassLabel` names, in one and in two row groups.
+#[cfg(feature = "parquet")]
 fn parquet_seeds() -> Vec<Vec<u8>> {
     let file = |rows_per_group| {
         let t = tmp();
@@ -236,6 +238,7 @@ fn parquet_seeds() -> Vec<Vec<u8>> {
     vec![file(100), file(1)]
 }
 
+#[cfg(feature = "parquet")]
 fn parquet_run(input: &[u8]) -> bool {
     let t = tmp();
     let path = t.path().join("train-00000-of-00001.parquet");

@@ -4,8 +4,7 @@ use crate::PipelineError;
 use adapt_dataset::{Concat, Dataset, Shape, ShardOrder};
 use adapt_formats::{
     CelebA, CelebAOptions, Cifar10, DIGIFACE_IMAGE_SIZE, DatasetKind, DigiFace, DigiFaceOptions,
-    FormatError, ImageFolder, OpenOptions, Parquet, ParquetOptions, Split, WebDataset,
-    WebDatasetOptions,
+    FormatError, ImageFolder, OpenOptions, ParquetOptions, Split, WebDataset, WebDatasetOptions,
 };
 use adapt_pack::{PackDataset, ShardStream};
 use adapt_transform::{Mapped, Normalize, Resize};
@@ -357,13 +356,19 @@ pub fn open_webdataset(
 /// Parquet files in the Hugging Face layout (`path` a folder of one split,
 /// `::`-separated files or brace patterns) with the given columns; row
 /// groups are its shards; normalised with ImageNet's statistics.
+/// A build without the `parquet` feature refuses them, naming it.
 pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset, PipelineError> {
     let spec = local_list(path, "Parquet files", "parquet")?;
     let options = ParquetOptions {
         image: columns.image.clone(),
         label: columns.label.clone(),
     };
-    let dataset = Parquet::open(spec, &options)?;
+    read_parquet(spec, &options)
+}
+
+#[cfg(feature = "parquet")]
+fn read_parquet(spec: &str, options: &ParquetOptions) -> Result<OpenedDataset, PipelineError> {
+    let dataset = adapt_formats::Parquet::open(spec, options)?;
     Ok(OpenedDataset {
         shards: Some(Shards {
             ranges: dataset.row_group_ranges(),
@@ -374,6 +379,11 @@ pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset
         normalize: normalize_of(DatasetKind::Parquet),
         pack: None,
     })
+}
+
+#[cfg(not(feature = "parquet"))]
+fn read_parquet(spec: &str, _: &ParquetOptions) -> Result<OpenedDataset, PipelineError> {
+    Err(FormatError::not_built_parquet(Path::new(spec)).into())
 }
 
 /// `celeba/` and `digiface/` in `path`, concatenated: DigiFace1M's labels

@@ -19,8 +19,8 @@ mod paint;
 pub use paint::{Painter, photo};
 
 use adapt_formats::{
-    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, ParquetWriter,
-    ParquetWriterOptions, Split, WebDatasetWriter, write_batch, write_digiface_image, write_meta,
+    CIFAR10_CLASSES, CelebAWriter, Cifar10, FormatError, IMAGE_BYTES, Split, WebDatasetWriter,
+    write_batch, write_digiface_image, write_meta,
 };
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
@@ -374,18 +374,19 @@ pub const PARQUET_FILE_ROWS: usize = 1000;
 /// [`PARQUET_FILE_ROWS`] rows, an `image` column of `{bytes, path}`
 /// (`WNID_N.jpg`) and a `ClassLabel` `label` named by the WNIDs, in class
 /// order.
+#[cfg(feature = "parquet")]
 pub fn parquet(
     root: &Path,
     spec: ImageFolderSpec,
     progress: Progress<'_>,
 ) -> Result<(), SynthError> {
     check_folder_spec(&spec)?;
-    let options = ParquetWriterOptions {
+    let options = adapt_formats::ParquetWriterOptions {
         rows_per_file: PARQUET_FILE_ROWS,
         rows_per_group: 100,
         class_names: Some((0..spec.classes).map(wnid).collect()),
     };
-    let mut writer = ParquetWriter::new(&root.join("data"), "train", options)?;
+    let mut writer = adapt_formats::ParquetWriter::new(&root.join("data"), "train", options)?;
     in_chunks(&spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
         let class = i / spec.per_class;
         let name = format!("{}_{}.jpg", wnid(class), i % spec.per_class);
@@ -395,6 +396,13 @@ pub fn parquet(
     })?;
     writer.finish()?;
     Ok(())
+}
+
+/// A build without the `parquet` feature: refused, naming it.
+#[cfg(not(feature = "parquet"))]
+pub fn parquet(root: &Path, spec: ImageFolderSpec, _: Progress<'_>) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    Err(FormatError::not_built_parquet(root).into())
 }
 
 /// Calls `write` with each image of [`imagefolder`]'s (index, JPEG) in

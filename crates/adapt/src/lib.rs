@@ -51,7 +51,7 @@ pub use tune::{
 };
 
 pub use adapt_dataset::{Sample, Shape};
-pub use adapt_formats::{DatasetKind, Split};
+pub use adapt_formats::{DatasetKind, PARQUET_ENABLED, Split};
 pub use adapt_loader::{
     Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
 };

@@ -8,6 +8,7 @@ mod cifar10;
 mod digiface;
 mod hostile;
 mod imagefolder;
+#[cfg(feature = "parquet")]
 mod parquet;
 mod webdataset;
 

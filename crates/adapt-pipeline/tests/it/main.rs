@@ -532,3 +532,21 @@ fn absurd_sizes_are_refused_at_build() {
         assert!(Loader::new(built.dataset(), built.loader_config(config)).is_err());
     }
 }
+
+/// A build without the `parquet` feature (the main job's: `cargo xtask`
+/// re-runs a Parquet command with it) refuses Parquet files at open,
+/// naming the path and the feature.
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn a_build_without_parquet_names_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("train-00000-of-00001.parquet");
+    std::fs::write(&file, b"PAR1").unwrap();
+    let e = DatasetSpec::new("parquet", &file).open().err().unwrap();
+    let message = e.to_string();
+    assert!(
+        message.contains("train-00000-of-00001.parquet"),
+        "{message}"
+    );
+    assert!(message.contains("`parquet` feature"), "{message}");
+}

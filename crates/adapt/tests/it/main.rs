@@ -328,6 +328,7 @@ fn epoch_of(run: &mut Run, epoch: u64) -> Vec<(Vec<usize>, Vec<u8>)> {
 /// 90 generated JPEGs (the same bytes as [`small_webdataset`]'s, in the
 /// same order) rewritten as Parquet files of 40 rows in row groups of 7:
 /// groups of 7, 7, 7, 7, 7, 5, …, 7, 3 rows.
+#[cfg(feature = "parquet")]
 fn small_parquet(dir: &Path) -> std::path::PathBuf {
     use adapt::engines::dataset::Dataset;
     use adapt::engines::formats::{Parquet, ParquetWriter, ParquetWriterOptions};
@@ -360,7 +361,9 @@ fn small_parquet(dir: &Path) -> std::path::PathBuf {
 /// across 2 ranks × 3 workers every sample is seen and the ranks run the
 /// same number of batches (uneven shards padded); exact resume at three
 /// cut points. Both hold the same images in the same order, so their
-/// shuffled random-access epochs are the same batches.
+/// shuffled random-access epochs are the same batches. (`cargo test
+/// --workspace` builds the `parquet` feature.)
+#[cfg(feature = "parquet")]
 #[test]
 fn sharded_loose_data_loads_streams_shares_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
