@@ -33,9 +33,8 @@ enum Verb {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let missing = missing_features(&args);
-    if !missing.is_empty() {
-        return with_features(&missing, &args);
+    if let Some(features) = features_to_add(&args) {
+        return with_features(&features, &args);
     }
     let defaults = adapt::cli::Defaults {
         cifar10: concat!(env!("CARGO_MANIFEST_DIR"), "/../datasets/cifar10").into(),
@@ -48,18 +47,22 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-/// The features a command needs that this build lacks: `s3` for an object
-/// store (`s3://…`), `parquet` for `--dataset parquet` and for `fuzz`
-/// (whose targets include Parquet files).
-fn missing_features(args: &[String]) -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    if !adapt::S3_ENABLED && needs_s3(args) {
-        missing.push("s3");
-    }
-    if !adapt::PARQUET_ENABLED && needs_parquet(args) {
-        missing.push("parquet");
-    }
-    missing
+/// When a command needs a feature this build lacks (`s3` for an object
+/// store, `s3://…`; `parquet` for `--dataset parquet` and for `fuzz`, whose
+/// targets include Parquet files): the features to re-run it with, those
+/// this build has included, so a re-run never lacks what started it.
+fn features_to_add(args: &[String]) -> Option<Vec<&'static str>> {
+    let wanted = [
+        ("s3", adapt::S3_ENABLED, needs_s3(args)),
+        ("parquet", adapt::PARQUET_ENABLED, needs_parquet(args)),
+    ];
+    wanted
+        .iter()
+        .any(|&(_, built, needed)| needed && !built)
+        .then(|| {
+            let on = wanted.iter().filter(|&&(_, built, needed)| built || needed);
+            on.map(|&(name, ..)| name).collect()
+        })
 }
 
 /// Whether a command names an object store (`s3://…`).
