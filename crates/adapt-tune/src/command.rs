@@ -6,12 +6,77 @@ use adapt_search::{Config, Objective, TrialError};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The default per-trial limit: one hour (a trial longer than that is a
-/// hang, not a measurement).
-pub const DEFAULT_TRIAL_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long a `--command` trial may run before it (and its process group)
+/// is ended and counted as failed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TrialLimit {
+    /// The same limit for every trial (`--trial-timeout`).
+    Fixed(Duration),
+    /// Follows what was measured: `multiple` × the slowest trial that has
+    /// finished, and never under `floor`; `first` while none has finished.
+    Measured {
+        /// The limit before any trial has finished.
+        first: Duration,
+        /// The limit as a multiple of the slowest finished trial.
+        multiple: f64,
+        /// The least limit.
+        floor: Duration,
+    },
+}
+
+impl TrialLimit {
+    /// The default: 5× the slowest finished trial, at least a minute; ten
+    /// minutes for the first. A configuration 5× slower than one already
+    /// measured cannot be the pick, so ending it costs the search nothing,
+    /// and a hung program is ended within minutes, not an hour.
+    pub const DEFAULT: Self = Self::Measured {
+        first: Duration::from_secs(600),
+        multiple: 5.0,
+        floor: Duration::from_secs(60),
+    };
+
+    /// The limit for the next trial, given the slowest finished one.
+    pub fn limit(&self, slowest: Option<Duration>) -> Duration {
+        match *self {
+            Self::Fixed(d) => d,
+            Self::Measured {
+                first,
+                multiple,
+                floor,
+            } => slowest.map_or(first, |s| s.mul_f64(multiple).max(floor)),
+        }
+    }
+
+    /// What the limit is and why, for the report: the rule, and the limit
+    /// it came to after the slowest finished trial.
+    pub fn describe(&self, slowest: Option<Duration>) -> String {
+        match *self {
+            Self::Fixed(d) => format!("trial limit: {} (--trial-timeout)", seconds_text(d)),
+            Self::Measured {
+                first,
+                multiple,
+                floor,
+            } => {
+                let now = match slowest {
+                    Some(s) => format!(
+                        "{} after the slowest finished trial's {}",
+                        seconds_text(self.limit(slowest)),
+                        seconds_text(s)
+                    ),
+                    None => "no trial finished".to_owned(),
+                };
+                format!(
+                    "trial limit: {multiple}x the slowest finished trial, at least {}, {} before the first finished; {now} (--trial-timeout sets a fixed one)",
+                    seconds_text(floor),
+                    seconds_text(first)
+                )
+            }
+        }
+    }
+}
 
 /// The placeholders a command template may use; it must use one at least.
 /// `{kwargs}` is the four as a JSON object of `torch.utils.data.DataLoader`
@@ -26,6 +91,14 @@ pub const PLACEHOLDERS: [&str; 5] = [
     "{kwargs}",
 ];
 
+/// Seconds as the limit's messages write them: milliseconds under one.
+fn seconds_text(d: Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 1.0 => format!("{s:.3} s"),
+        s => format!("{s:.1} s"),
+    }
+}
+
 /// Runs `sh -c TEMPLATE` with `{num_workers}`, `{prefetch_factor}`,
 /// `{pin_memory}` and `{persistent_workers}` replaced; the cost is its wall
 /// time. A non-zero exit is a failed trial that reports the exit status and
@@ -36,9 +109,15 @@ pub const PLACEHOLDERS: [&str; 5] = [
 /// and only the tail kept (a program printing gigabytes cannot exhaust the
 /// tuner's memory). SIGTERM, SIGINT or SIGHUP to the tuner during a trial
 /// ends the trial's group first, then the tuner, as the signal would.
+///
+/// Clones share the record of the slowest finished trial, so a measured
+/// [`TrialLimit`] follows every trial any of them ran.
+#[derive(Clone)]
 pub struct CommandObjective {
     template: String,
-    timeout: Duration,
+    limit: TrialLimit,
+    /// The slowest finished trial's wall time in nanoseconds; 0: none yet.
+    slowest_ns: Arc<AtomicU64>,
     metric: Option<regex_lite::Regex>,
 }
 
@@ -47,7 +126,8 @@ impl CommandObjective {
     pub fn new(template: &str) -> Self {
         Self {
             template: template.to_owned(),
-            timeout: DEFAULT_TRIAL_TIMEOUT,
+            limit: TrialLimit::DEFAULT,
+            slowest_ns: Arc::new(AtomicU64::new(0)),
             metric: None,
         }
     }
@@ -107,15 +187,34 @@ impl CommandObjective {
             .replace("{kwargs}", &kwargs.to_string())
     }
 
-    /// The same objective with a per-trial time limit.
+    /// The same objective with another per-trial time limit.
     #[must_use]
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+    pub fn with_limit(mut self, limit: TrialLimit) -> Self {
+        self.limit = limit;
         self
+    }
+
+    /// The slowest trial that finished (exit status 0), by wall time.
+    pub fn slowest_finished(&self) -> Option<Duration> {
+        match self.slowest_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
+    }
+
+    /// The limit and its reason, as the report says it.
+    pub fn describe_limit(&self) -> String {
+        self.limit.describe(self.slowest_finished())
+    }
+
+    fn record_finished(&self, wall: Duration) {
+        let ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX).max(1);
+        self.slowest_ns.fetch_max(ns, Ordering::Relaxed);
     }
 
     fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
+        let timeout = self.limit.limit(self.slowest_finished());
         let watch = SignalWatch::new();
         let start = Instant::now();
         // Its own process group, so a time-out ends the whole tree (the
@@ -151,7 +250,7 @@ impl CommandObjective {
             }
             match child.try_wait() {
                 Ok(Some(status)) => break Ok(status),
-                Ok(None) if start.elapsed() >= self.timeout => break Err(()),
+                Ok(None) if start.elapsed() >= timeout => break Err(()),
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
                 Err(e) => {
                     kill_group(&child);
@@ -159,7 +258,11 @@ impl CommandObjective {
                 }
             }
         };
-        let secs = start.elapsed().as_secs_f64();
+        let wall = start.elapsed();
+        let secs = wall.as_secs_f64();
+        if matches!(&status, Ok(s) if s.success()) {
+            self.record_finished(wall);
+        }
         if status.is_err() {
             kill_group(&child);
             // Reaped after the kill; its pipes close with the group.
@@ -180,8 +283,9 @@ impl CommandObjective {
             },
             Ok(s) => Err(format!("`{line}` exited with {s}; last output: {}", last.join(" | ")).into()),
             Err(()) => Err(format!(
-                "`{line}` ran past the trial limit of {:?} and was ended (with its process group); last output: {}",
-                self.timeout,
+                "`{line}` ran past the trial limit of {} and was ended (with its process group; {}); last output: {}",
+                seconds_text(timeout),
+                self.limit.describe(self.slowest_finished()),
                 last.join(" | ")
             )
             .into()),
@@ -279,5 +383,36 @@ fn kill_group(child: &std::process::Child) {
 impl Objective for CommandObjective {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
         self.run(&KnobSpace::knobs(config))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TrialLimit;
+    use std::time::Duration;
+
+    #[test]
+    fn a_measured_limit_is_a_multiple_of_the_slowest_with_a_floor() {
+        let l = TrialLimit::DEFAULT;
+        assert_eq!(l.limit(None), Duration::from_secs(600));
+        assert_eq!(
+            l.limit(Some(Duration::from_secs(1))),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            l.limit(Some(Duration::from_secs(30))),
+            Duration::from_secs(150)
+        );
+        let fixed = TrialLimit::Fixed(Duration::from_secs(7));
+        assert_eq!(
+            fixed.limit(Some(Duration::from_secs(100))),
+            Duration::from_secs(7)
+        );
+        assert!(fixed.describe(None).contains("--trial-timeout"));
+        let said = l.describe(Some(Duration::from_secs(30)));
+        assert!(
+            said.contains("150.0 s after the slowest finished trial's 30.0 s"),
+            "{said}"
+        );
     }
 }

@@ -31,7 +31,7 @@ mod trials;
 mod tuner;
 
 pub use adapt_dataset::Subset;
-pub use command::{CommandObjective, DEFAULT_TRIAL_TIMEOUT, PLACEHOLDERS};
+pub use command::{CommandObjective, PLACEHOLDERS, TrialLimit};
 pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};

@@ -76,9 +76,9 @@ pub struct TuneOptions {
     pub profile: Option<PathBuf>,
     /// Search again even when the profile has an entry.
     pub retune: bool,
-    /// `--command` tuning: longest a trial may run before its process
+    /// `--command` tuning: how long a trial may run before its process
     /// group is killed and the trial fails.
-    pub trial_timeout: std::time::Duration,
+    pub trial_limit: crate::TrialLimit,
     /// Lengthen trials (more samples, then more epochs) until one lasts at
     /// least this many seconds; `None` keeps `trial` as given.
     pub trial_seconds: Option<f64>,
@@ -206,7 +206,7 @@ impl Default for TuneOptions {
             final_samples: None,
             profile: None,
             retune: false,
-            trial_timeout: crate::command::DEFAULT_TRIAL_TIMEOUT,
+            trial_limit: crate::TrialLimit::DEFAULT,
             trial_seconds: Some(1.0),
             noise_repeats: 5,
             train_step: None,

@@ -268,18 +268,18 @@ pub fn tune_command(
         bytes: u64::MAX,
         batch_bytes: 0,
     };
-    let command = |t: &str| -> Result<CommandObjective, TuneError> {
-        let c = CommandObjective::new(t).with_timeout(options.trial_timeout);
-        match &options.metric {
-            Some(m) => c.with_metric(m),
-            None => Ok(c),
-        }
+    let command = CommandObjective::new(template).with_limit(options.trial_limit);
+    let command = match &options.metric {
+        Some(m) => command.with_metric(m)?,
+        None => command,
     };
+    // The search's and the final comparison's trials share one record of
+    // the slowest finished trial, which a measured limit follows.
+    let mut finals = command.clone();
     let mut objective = Budgeted {
-        inner: command(template)?,
+        inner: command,
         budget,
     };
-    let mut finals = command(template)?;
     let space = ctx.space.clone();
     let mut measure = |k: &Knobs| -> Result<f64, TuneError> {
         finals
@@ -300,14 +300,23 @@ pub fn tune_command(
         trial: None,
     };
     let run = tune_one(&ctx, &mut objective, prepared, &mut |_, k| measure(k))?;
+    let mut notes = ctx.space.notes.clone();
+    notes.push(objective.inner.describe_limit());
     Ok(Report {
-        dataset: serde_json::json!({ "command": template, "metric": options.metric }),
+        dataset: serde_json::json!({
+            "command": template,
+            "metric": options.metric,
+            "trial_limit_seconds": options
+                .trial_limit
+                .limit(objective.inner.slowest_finished())
+                .as_secs_f64(),
+        }),
         trial: options.trial,
         budget_bytes: budget.bytes,
         final_repeats: options.final_repeats,
         final_samples: 0,
         final_epochs: 1,
-        notes: ctx.space.notes.clone(),
+        notes,
         strategy: options.record(),
         runs: vec![run],
         machine: ctx.machine,

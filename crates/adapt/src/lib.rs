@@ -66,7 +66,7 @@ pub use adapt_search::AvlOptions;
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{
     Knobs, Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,
-    TrialPurpose, TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
+    TrialLimit, TrialPurpose, TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
 };
 
 /// The engines, for what the front does not wrap (the benches time them

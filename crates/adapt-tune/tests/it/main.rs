@@ -348,8 +348,9 @@ fn command_trials_are_bounded_in_time_and_output() {
         "(sleep 3; touch {}) & sleep 30 # {{num_workers}}",
         marker.display()
     );
-    let mut hang = adapt_tune::CommandObjective::new(&template)
-        .with_timeout(std::time::Duration::from_millis(500));
+    let mut hang = adapt_tune::CommandObjective::new(&template).with_limit(
+        adapt_tune::TrialLimit::Fixed(std::time::Duration::from_millis(500)),
+    );
     let start = std::time::Instant::now();
     let err = hang.measure(&config).unwrap_err().to_string();
     assert!(err.contains("trial limit"), "{err}");
@@ -358,6 +359,46 @@ fn command_trials_are_bounded_in_time_and_output() {
     assert!(
         !marker.exists(),
         "the trial's background child was killed with its group"
+    );
+
+    // The default limit follows the trials measured: a configuration
+    // that hangs after a fast one finished is ended at the multiple of it
+    // (here the floor), not after the first trial's limit.
+    let measured = adapt_tune::TrialLimit::Measured {
+        first: std::time::Duration::from_secs(20),
+        multiple: 3.0,
+        floor: std::time::Duration::from_millis(400),
+    };
+    let mut mixed = adapt_tune::CommandObjective::new(
+        "if [ {num_workers} -ge 1 ]; then sleep 30; else sleep 0.05; fi",
+    )
+    .with_limit(measured);
+    let fast = space.config(&adapt_tune::Knobs {
+        num_workers: 0,
+        ..adapt_tune::Knobs::DEFAULT
+    });
+    let slow = space.config(&adapt_tune::Knobs {
+        num_workers: 1,
+        ..adapt_tune::Knobs::DEFAULT
+    });
+    assert!(mixed.slowest_finished().is_none());
+    assert!(mixed.describe_limit().contains("no trial finished"));
+    mixed.measure(&fast).unwrap();
+    let finished = mixed.slowest_finished().unwrap();
+    assert!(finished >= std::time::Duration::from_millis(50));
+    let start = std::time::Instant::now();
+    let err = mixed.clone().measure(&slow).unwrap_err().to_string();
+    let took = start.elapsed();
+    assert!(
+        took >= std::time::Duration::from_millis(400) && took < std::time::Duration::from_secs(10),
+        "ended after {took:?}"
+    );
+    assert!(err.contains("trial limit of 0.400 s"), "{err}");
+    assert!(err.contains("slowest finished trial"), "{err}");
+    assert_eq!(
+        mixed.slowest_finished(),
+        Some(finished),
+        "a clone shares the record; an ended trial is not a finished one"
     );
 
     let mut loud = adapt_tune::CommandObjective::new(
@@ -389,6 +430,14 @@ fn command_tuning_can_time_what_the_program_prints() {
     );
     let n = r.noise.as_ref().unwrap();
     assert_eq!(n.relative_spread, 0.0, "identical printed numbers");
+    let limit = report.notes.iter().find(|n| n.starts_with("trial limit"));
+    assert!(
+        limit.is_some_and(|n| n.contains("after the slowest finished trial's")),
+        "the report says the limit it measured: {:?}",
+        report.notes
+    );
+    let secs = report.dataset["trial_limit_seconds"].as_f64().unwrap();
+    assert_eq!(secs, 60.0, "the floor, for trials of ~0.02 s");
     // A program that prints no match is a failed trial that says so.
     let err = tune_command(
         "echo nothing {num_workers}",

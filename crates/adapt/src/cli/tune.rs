@@ -102,9 +102,10 @@ pub struct Args {
     #[arg(long)]
     command: Option<String>,
     /// With --command: seconds a trial may run before it (and its process
-    /// group) is ended and counted as failed.
-    #[arg(long, default_value_t = 3600.0)]
-    trial_timeout: f64,
+    /// group) is ended and counted as failed. Default: 5x the slowest
+    /// finished trial, at least 60 s (600 s before the first finishes).
+    #[arg(long)]
+    trial_timeout: Option<f64>,
     /// Replay the search strategies on the grids recorded in a JSON report
     /// (no trials run).
     #[arg(long)]
@@ -185,7 +186,10 @@ impl Args {
             noise_repeats: self.noise_repeats,
             train_step: crate::step_from_ms(self.step_ms)?,
             metric: self.metric.clone(),
-            trial_timeout: positive("--trial-timeout", self.trial_timeout)?,
+            trial_limit: match self.trial_timeout {
+                Some(s) => crate::TrialLimit::Fixed(positive("--trial-timeout", s)?),
+                None => crate::TrialLimit::DEFAULT,
+            },
             space: self.space.parse()?,
         })
     }
