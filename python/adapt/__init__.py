@@ -22,6 +22,7 @@ import os
 import warnings
 
 from . import datasets
+from ._iteration import OneAtATime
 from ._workers import default_collate, get_worker_info, sample_rng
 from ._adapt import (
     AdaptError,
@@ -274,6 +275,7 @@ class DataLoader:
         self._epoch = 0
         self._epoch_set = False
         self._resume = None
+        self._iteration = OneAtATime()
 
     def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
                      worker_init_fn, multiprocessing_context, in_order, reseed_globals):
@@ -409,6 +411,7 @@ class DataLoader:
         with load_state_dict on the same or another number of ranks."""
         if self._py is not None:
             return self._py.state_dict()
+        self._iteration.check_process()
         return {"adapt_loader_state": self._raw.state(), "epoch": self._epoch}
 
     def load_state_dict(self, state):
@@ -417,11 +420,13 @@ class DataLoader:
         if self._py is not None:
             self._py.load_state_dict(state)
             return
+        self._iteration.check_process()
         text = state.get("adapt_loader_state")
         if text is None:
             self._epoch = int(state.get("epoch", 0))
             self._epoch_set = True
             return
+        self._raw.check_state(text)  # refused now, not at the next iter()
         self._resume = text
 
     def _convert(self, data, labels):
@@ -455,14 +460,16 @@ class DataLoader:
         tests; adapt's datasets only)."""
         if self._py is not None:
             raise ConfigTypeError("batches() is for adapt's own datasets; iterate the loader")
+        mine = self._iteration.begin()
         self._start()
-        return self._drain()
+        return self._iteration.steps(self._drain(), mine)
 
     def __iter__(self):
         if self._py is not None:
             return iter(self._py)
+        mine = self._iteration.begin()
         self._start()
-        return (self._convert(data, labels) for data, labels in self._drain())
+        return self._iteration.steps((self._convert(d, labels) for d, labels in self._drain()), mine)
 
     def close(self):
         """Stops the loader's threads and worker processes now (they also
@@ -470,6 +477,7 @@ class DataLoader:
         if self._py is not None:
             self._py.close()
             return
+        self._iteration.close()
         self._raw.close()
 
     def __repr__(self):

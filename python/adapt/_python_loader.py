@@ -22,6 +22,7 @@ import weakref
 import numpy as np
 
 from . import _workers
+from ._iteration import OneAtATime
 from ._adapt import IndexPlan, LoaderTimeout, SampleError, WorkerError
 
 _POLL = 0.05
@@ -191,7 +192,8 @@ class PythonLoader:
         self._current = None  # [epoch plan or None, batches delivered]
         self._running = []
         self._closed = False
-        self._finalizer = weakref.finalize(self, PythonLoader._cleanup, [None], [None])
+        self._iteration = OneAtATime()
+        self._finalizer = weakref.finalize(self, PythonLoader._cleanup, self._iteration, [None], [None])
 
     # ---- what the epoch visits -------------------------------------------
 
@@ -288,11 +290,14 @@ class PythonLoader:
         if self._pool is None:
             self._pool = _Pool(self._job(), self.num_workers, self.worker_method, self.context)
             self._finalizer.detach()
-            self._finalizer = weakref.finalize(self, PythonLoader._cleanup, [self._pool], [self._slots])
+            self._finalizer = weakref.finalize(self, PythonLoader._cleanup, self._iteration, [self._pool],
+                                               [self._slots])
         return self._pool
 
     @staticmethod
-    def _cleanup(pools, slots):
+    def _cleanup(iteration, pools, slots):
+        if not iteration.in_owner():
+            return  # a forked child's copy: the workers and buffers are the parent's
         for p in pools:
             if p is not None:
                 p.close()
@@ -329,6 +334,7 @@ class PythonLoader:
     def __iter__(self):
         if self._closed:
             raise RuntimeError("this adapt.DataLoader was closed")
+        mine = self._iteration.begin()
         epoch = self._epoch
         if self.iterable:
             gen = self._iterate_iterable(epoch)
@@ -342,7 +348,7 @@ class PythonLoader:
         # iteration is the next epoch unless set_epoch says otherwise.
         self._epoch = epoch + 1 if not self._epoch_set else self._epoch
         self._epoch_set = False
-        return gen
+        return self._iteration.steps(gen, mine)
 
     def _iterate_map(self, epoch, batches, skip):
         if self.num_workers == 0:
@@ -402,7 +408,8 @@ class PythonLoader:
             for item in ready.values():
                 if item[0] == "slot":
                     self._slots.release(item[1][0])
-            if not self.persistent_workers:
+            # A superseded epoch's pool is the newer one's now.
+            if not self.persistent_workers and self._pool is pool and pool.gen == gen:
                 self._pool = None
                 pool.close()
 
@@ -501,15 +508,18 @@ class PythonLoader:
                 pool.tasks[w].put(("more",))
                 yield self._finish((status, payload))
         finally:
-            for w in range(nw):
-                pool.tasks[w].put(("stop",))
-            if not self.persistent_workers:
+            if pool.gen == gen:  # a superseded epoch's workers serve the newer one
+                for w in range(nw):
+                    pool.tasks[w].put(("stop",))
+            # A superseded epoch's pool is the newer one's now.
+            if not self.persistent_workers and self._pool is pool and pool.gen == gen:
                 self._pool = None
                 pool.close()
 
     # ---- checkpoints ------------------------------------------------------
 
     def state_dict(self):
+        self._iteration.check_process()
         if self.iterable:
             raise NotImplementedError(
                 "state_dict of a loader over an iterable dataset is not supported: a map-style "
@@ -525,6 +535,7 @@ class PythonLoader:
         return {"adapt_sampler_state": {"epoch": epoch, "batches": delivered}, "epoch": epoch}
 
     def load_state_dict(self, state):
+        self._iteration.check_process()
         if "adapt_loader_state" in state and self._plan is not None:
             self._plan.resume(state["adapt_loader_state"])  # checked now, not at the next iter()
             self._resume = state["adapt_loader_state"]
@@ -536,6 +547,7 @@ class PythonLoader:
 
     def close(self):
         self._closed = True
+        self._iteration.close()
         self._finalizer()
 
     def _buffer_addresses(self):

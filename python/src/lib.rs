@@ -30,10 +30,10 @@ use adapt::{
 use numpy::ndarray::ArrayView4;
 use numpy::{PyArray1, PyArray4};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyMemoryError};
+use pyo3::exceptions::{PyException, PyMemoryError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 create_exception!(
@@ -176,20 +176,61 @@ impl BatchData {
 /// A loader over a pipeline, driven from the Python thread that iterates
 /// it (as PyTorch's main process drives its DataLoader): without workers
 /// the batches are built here, with the GIL released.
-#[pyclass(module = "adapt._adapt")]
+///
+/// One call at a time: a second thread using it while one iterates is
+/// refused by name, never blocked or interleaved. A forked child's copy is
+/// refused (the loader's threads exist only in the process that opened
+/// it) and, when collected there, left alone rather than joined.
+#[pyclass(frozen, module = "adapt._adapt")]
 struct RawLoader {
     /// `None` once closed.
     run: Mutex<Option<Run>>,
+    /// The process that opened it.
+    pid: u32,
     info: Py<PyDict>,
 }
 
 impl RawLoader {
-    fn run(&mut self) -> PyResult<&mut Run> {
-        self.run
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
+    /// The loader's run for one call, refusing a forked child, a second
+    /// thread and a closed loader, each by name.
+    fn lock(&self) -> PyResult<MutexGuard<'_, Option<Run>>> {
+        let here = std::process::id();
+        if here != self.pid {
+            return Err(PyRuntimeError::new_err(format!(
+                "this adapt.DataLoader was created in process {} and is used in process {here}, \
+                 a fork of it: its threads do not exist here; create the loader in the child, \
+                 or start children with multiprocessing's 'spawn' or 'forkserver'",
+                self.pid
+            )));
+        }
+        match self.run.try_lock() {
+            Ok(guard) => Ok(guard),
+            Err(TryLockError::Poisoned(p)) => Ok(p.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(PyRuntimeError::new_err(
+                "this adapt.DataLoader is in use by another thread: iterate a loader from one \
+                 thread at a time (give each thread its own DataLoader)",
+            )),
+        }
+    }
+
+    /// `f` on the open run (see [`RawLoader::lock`]).
+    fn with_run<T>(&self, f: impl FnOnce(&mut Run) -> PyResult<T>) -> PyResult<T> {
+        let mut guard = self.lock()?;
+        let run = guard
             .as_mut()
-            .ok_or_else(|| AdaptError::new_err("the loader is closed"))
+            .ok_or_else(|| PyRuntimeError::new_err("this adapt.DataLoader was closed"))?;
+        f(run)
+    }
+}
+
+impl Drop for RawLoader {
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // A forked child's copy: its threads were never here, and
+            // joining them would wait for ever. Leave it to the exit.
+            let run = self.run.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+            std::mem::forget(run);
+        }
     }
 }
 
@@ -285,6 +326,7 @@ impl RawLoader {
         dict.set_item("transforms", &i.transforms)?;
         Ok(Self {
             run: Mutex::new(Some(run)),
+            pid: std::process::id(),
             info: dict.unbind(),
         })
     }
@@ -293,7 +335,7 @@ impl RawLoader {
     /// tried, current (num_workers, prefetch_factor)).
     #[allow(clippy::type_complexity)]
     fn autotune_status(
-        &mut self,
+        &self,
     ) -> PyResult<
         Option<(
             Option<(usize, usize)>,
@@ -301,32 +343,36 @@ impl RawLoader {
             (usize, usize),
         )>,
     > {
-        Ok(match self.run()?.autotune() {
-            None => None,
-            Some(a) => {
+        self.with_run(|run| {
+            Ok(run.autotune().map(|a| {
                 let t = a.tuner();
                 let pair = |k: &adapt::Knobs| (k.num_workers, k.prefetch_factor);
-                Some((
+                (
                     t.settled().as_ref().map(pair),
                     t.tried().iter().map(|(k, w)| (pair(k), *w)).collect(),
                     pair(&t.knobs()),
-                ))
-            }
+                )
+            }))
         })
     }
 
     /// Starts epoch `epoch`; returns its number of batches.
-    fn start(&mut self, py: Python<'_>, epoch: u64) -> PyResult<usize> {
-        let run = self.run()?;
+    fn start(&self, py: Python<'_>, epoch: u64) -> PyResult<usize> {
         // Starting an epoch may join the last one's workers: no GIL.
-        py.detach(|| run.start(epoch)).map_err(py_error)
+        self.with_run(|run| py.detach(|| run.start(epoch)).map_err(py_error))
+    }
+
+    /// Refuses, now, a checkpoint this loader cannot resume (another
+    /// pipeline, dataset, seed or batching), as `resume` would.
+    fn check_state(&self, state: &str) -> PyResult<()> {
+        let state = LoaderState::from_text(state).map_err(|e| py_error(e.into()))?;
+        self.with_run(|run| run.check_resumable(&state).map_err(py_error))
     }
 
     /// Resumes from a checkpoint's text; returns (epoch, batches left).
-    fn resume(&mut self, py: Python<'_>, state: &str) -> PyResult<(u64, usize)> {
+    fn resume(&self, py: Python<'_>, state: &str) -> PyResult<(u64, usize)> {
         let state = LoaderState::from_text(state).map_err(|e| py_error(e.into()))?;
-        let run = self.run()?;
-        let left = py.detach(|| run.resume(&state)).map_err(py_error)?;
+        let left = self.with_run(|run| py.detach(|| run.resume(&state)).map_err(py_error))?;
         Ok((state.epoch, left))
     }
 
@@ -335,11 +381,11 @@ impl RawLoader {
     /// the loader can start another.
     #[allow(clippy::type_complexity)]
     fn next<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
     ) -> PyResult<Option<(Bound<'py, BatchData>, Bound<'py, PyArray1<i64>>)>> {
-        let run = self.run()?;
-        let (item, raised) = detached(py, |interrupt| run.next(interrupt));
+        let (item, raised) =
+            self.with_run(|run| Ok(detached(py, |interrupt| run.next(interrupt))))?;
         match item {
             None => Ok(None),
             Some(Err(e)) if e.kind() == ErrorKind::Interrupted => Err(raised
@@ -354,13 +400,13 @@ impl RawLoader {
     }
 
     /// The checkpoint after the last batch handed out (None without an epoch).
-    fn state(&mut self) -> PyResult<Option<String>> {
-        Ok(self.run()?.state().as_ref().map(LoaderState::to_text))
+    fn state(&self) -> PyResult<Option<String>> {
+        self.with_run(|run| Ok(run.state().as_ref().map(LoaderState::to_text)))
     }
 
     /// Batches per epoch for this rank.
-    fn batches_per_epoch(&mut self) -> PyResult<usize> {
-        Ok(self.run()?.info().batches_per_epoch)
+    fn batches_per_epoch(&self) -> PyResult<usize> {
+        self.with_run(|run| Ok(run.info().batches_per_epoch))
     }
 
     /// What the loader was built with: identity, sample shape, output…
@@ -369,9 +415,11 @@ impl RawLoader {
     }
 
     /// Stops the loader now: its epoch ends, its workers are joined.
-    fn close(&mut self, py: Python<'_>) {
-        let run = self.run.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+    /// Closing a closed loader does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let run = self.lock()?.take();
         py.detach(|| drop(run));
+        Ok(())
     }
 }
 

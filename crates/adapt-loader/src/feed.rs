@@ -46,6 +46,11 @@ impl Feed {
         self.begin(epoch, Vec::new(), 0)
     }
 
+    /// Whether `state` can be resumed here ([`Loader::check_resumable`]).
+    pub fn check_resumable(&self, state: &LoaderState) -> Result<(), LoaderError> {
+        self.loader.check_resumable(state)
+    }
+
     /// Resumes a checkpoint's epoch (as [`Loader::resume`]); returns the
     /// batches left in it.
     pub fn resume(&mut self, state: &LoaderState) -> Result<usize, LoaderError> {

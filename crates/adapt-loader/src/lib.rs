@@ -182,6 +182,12 @@ impl Loader {
         plan::resume_segments(&self.config, self.ctx.dataset.len(), state)
     }
 
+    /// Whether this loader can resume `state`: the refusal
+    /// [`Loader::resume`] would give, without starting anything.
+    pub fn check_resumable(&self, state: &LoaderState) -> Result<(), LoaderError> {
+        self.resume_plan(state).map(|_| ())
+    }
+
     /// Resumes the epoch a checkpoint ([`Epoch::state`]) was taken in: the
     /// batches an uninterrupted run would have yielded from there, byte for
     /// byte. With another world size than the checkpoint's, the samples not

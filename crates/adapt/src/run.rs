@@ -204,6 +204,12 @@ impl Run {
         Ok(self.feed.feed().start(epoch)?)
     }
 
+    /// Whether `state` can be resumed here: the refusal [`Run::resume`]
+    /// would give (another pipeline, dataset, seed or batching), now.
+    pub fn check_resumable(&self, state: &LoaderState) -> Result<(), AdaptError> {
+        Ok(self.feed.as_feed().check_resumable(state)?)
+    }
+
     /// Resumes from a checkpoint; returns the batches left in its epoch.
     pub fn resume(&mut self, state: &LoaderState) -> Result<usize, AdaptError> {
         Ok(self.feed.feed().resume(state)?)
