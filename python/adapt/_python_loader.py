@@ -17,6 +17,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -26,6 +27,9 @@ from ._iteration import OneAtATime
 from ._adapt import IndexPlan, LoaderTimeout, SampleError, WorkerError
 
 _POLL = 0.05
+# Seconds an epoch ended by an exception (Ctrl-C, a worker's error) waits
+# for its workers before terminating them.
+_INTERRUPTED_GRACE = 0.2
 
 
 def is_iterable_dataset(ds):
@@ -130,14 +134,19 @@ class _Pool:
             return []
         return [(i, w.pid, w.exitcode) for i, w in enumerate(self.workers) if not w.is_alive()]
 
-    def close(self):
+    def close(self, grace=5.0):
+        """Ends the workers: each is asked to stop, and processes still
+        running after `grace` seconds in all are terminated. (A thread
+        blocked in the dataset cannot be ended: it is a daemon, and ends
+        with its sample or the process.)"""
         for q in self.tasks:
             try:
                 q.put(None)
             except (ValueError, OSError):
                 pass
+        deadline = time.monotonic() + grace
         for w in self.workers:
-            w.join(timeout=5)
+            w.join(timeout=max(0.0, deadline - time.monotonic()))
         for w in self.workers:
             if self.method != "thread" and w.is_alive():
                 w.terminate()
@@ -392,6 +401,7 @@ class PythonLoader:
                 pool.tasks[w].put(("batch", gen, epoch, state["sent"], batches[state["sent"]], slot))
                 state["sent"] += 1
 
+        grace = 5.0
         try:
             dispatch()
             while state["out"] < n:
@@ -404,6 +414,9 @@ class PythonLoader:
                 self._current[1] = skip + state["out"]
                 dispatch()
                 yield self._finish(item)
+        except BaseException:
+            grace = _INTERRUPTED_GRACE  # Ctrl-C or an error: no waiting on a blocked worker
+            raise
         finally:
             for item in ready.values():
                 if item[0] == "slot":
@@ -411,7 +424,7 @@ class PythonLoader:
             # A superseded epoch's pool is the newer one's now.
             if not self.persistent_workers and self._pool is pool and pool.gen == gen:
                 self._pool = None
-                pool.close()
+                pool.close(grace)
 
     def _receive(self, pool, gen, outstanding, ready):
         """Waits for the next result, watching for dead workers and the
@@ -488,6 +501,7 @@ class PythonLoader:
             for _ in range(self.prefetch_factor):
                 pool.tasks[w].put(("more",))
         active, nextk, ready, pos = list(range(nw)), [0] * nw, {}, 0
+        grace = 5.0
         try:
             while active:
                 if self.in_order:
@@ -507,6 +521,9 @@ class PythonLoader:
                 pos += 1
                 pool.tasks[w].put(("more",))
                 yield self._finish((status, payload))
+        except BaseException:
+            grace = _INTERRUPTED_GRACE
+            raise
         finally:
             if pool.gen == gen:  # a superseded epoch's workers serve the newer one
                 for w in range(nw):
@@ -514,7 +531,7 @@ class PythonLoader:
             # A superseded epoch's pool is the newer one's now.
             if not self.persistent_workers and self._pool is pool and pool.gen == gen:
                 self._pool = None
-                pool.close()
+                pool.close(grace)
 
     # ---- checkpoints ------------------------------------------------------
 

@@ -166,3 +166,63 @@ def test_another_loaders_state_is_refused_at_load(cifar):
     with pytest.raises((adapt.CheckpointError, ValueError)):
         mine.load_state_dict(state)
     mine.close()
+
+
+BLOCKED = """
+import os, signal, sys, time, adapt, numpy as np
+# A process started by a non-interactive shell inherits SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+fifo = sys.argv[2]
+
+class Blocking:
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        if i == 5 and not os.environ.get("UNBLOCK"):
+            with open(fifo) as f:  # blocks in I/O: the FIFO has no writer
+                f.read()
+        return np.full((4, 4, 3), i, dtype=np.uint8), i
+
+loader = adapt.DataLoader(Blocking(), batch_size=2, num_workers=2, worker_method=sys.argv[1])
+print("ready", flush=True)
+try:
+    for _ in loader:
+        pass
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+os.environ["UNBLOCK"] = "1"
+print("usable", sum(len(labels) for _, labels in loader), flush=True)
+loader.close()
+"""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_ctrl_c_while_a_worker_is_blocked_in_io(tmp_path, method):
+    import signal
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-c", BLOCKED, method, str(fifo)], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(2.0)  # the worker on sample 5 is blocked in open()
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        line = p.stdout.readline().split()
+        assert line and line[0] == "interrupted", line
+        assert float(line[1]) - sent < 1.0, "Ctrl-C took effect within a second"
+        assert p.stdout.readline().split() == ["usable", "16"], "the loader stays usable"
+        assert p.wait(timeout=30) == 0, "the process exits, the blocked worker with it"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # No worker outlives it: with a reader left, a writer's open would succeed.
+    time.sleep(0.2)
+    with pytest.raises(OSError):
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
