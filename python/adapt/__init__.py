@@ -411,7 +411,6 @@ class DataLoader:
         with load_state_dict on the same or another number of ranks."""
         if self._py is not None:
             return self._py.state_dict()
-        self._iteration.check_process()
         return {"adapt_loader_state": self._raw.state(), "epoch": self._epoch}
 
     def load_state_dict(self, state):
@@ -420,7 +419,6 @@ class DataLoader:
         if self._py is not None:
             self._py.load_state_dict(state)
             return
-        self._iteration.check_process()
         text = state.get("adapt_loader_state")
         if text is None:
             self._epoch = int(state.get("epoch", 0))

@@ -200,7 +200,6 @@ class PythonLoader:
         self._resume = None
         self._current = None  # [epoch plan or None, batches delivered]
         self._running = []
-        self._closed = False
         self._iteration = OneAtATime()
         self._finalizer = weakref.finalize(self, PythonLoader._cleanup, self._iteration, [None], [None])
 
@@ -341,7 +340,7 @@ class PythonLoader:
         self._epoch, self._epoch_set = int(epoch), True
 
     def __iter__(self):
-        if self._closed:
+        if self._iteration.closed:
             raise RuntimeError("this adapt.DataLoader was closed")
         mine = self._iteration.begin()
         epoch = self._epoch
@@ -421,10 +420,7 @@ class PythonLoader:
             for item in ready.values():
                 if item[0] == "slot":
                     self._slots.release(item[1][0])
-            # A superseded epoch's pool is the newer one's now.
-            if not self.persistent_workers and self._pool is pool and pool.gen == gen:
-                self._pool = None
-                pool.close(grace)
+            self._end_epoch(pool, gen, grace)
 
     def _receive(self, pool, gen, outstanding, ready):
         """Waits for the next result, watching for dead workers and the
@@ -528,10 +524,14 @@ class PythonLoader:
             if pool.gen == gen:  # a superseded epoch's workers serve the newer one
                 for w in range(nw):
                     pool.tasks[w].put(("stop",))
-            # A superseded epoch's pool is the newer one's now.
-            if not self.persistent_workers and self._pool is pool and pool.gen == gen:
-                self._pool = None
-                pool.close(grace)
+            self._end_epoch(pool, gen, grace)
+
+    def _end_epoch(self, pool, gen, grace):
+        """Without persistent workers, closes the pool of epoch `gen` when
+        it ends, unless a newer epoch has taken the pool over."""
+        if not self.persistent_workers and self._pool is pool and pool.gen == gen:
+            self._pool = None
+            pool.close(grace)
 
     # ---- checkpoints ------------------------------------------------------
 
@@ -563,7 +563,6 @@ class PythonLoader:
             raise ValueError("this state_dict is not from a loader with the same kind of sampler")
 
     def close(self):
-        self._closed = True
         self._iteration.close()
         self._finalizer()
 

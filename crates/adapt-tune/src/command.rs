@@ -202,6 +202,11 @@ impl CommandObjective {
         }
     }
 
+    /// The limit the next trial runs under.
+    pub fn limit_now(&self) -> Duration {
+        self.limit.limit(self.slowest_finished())
+    }
+
     /// The limit and its reason, as the report says it.
     pub fn describe_limit(&self) -> String {
         self.limit.describe(self.slowest_finished())
@@ -214,7 +219,7 @@ impl CommandObjective {
 
     fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
-        let timeout = self.limit.limit(self.slowest_finished());
+        let timeout = self.limit_now();
         let watch = SignalWatch::new();
         let start = Instant::now();
         // Its own process group, so a time-out ends the whole tree (the
@@ -285,7 +290,7 @@ impl CommandObjective {
             Err(()) => Err(format!(
                 "`{line}` ran past the trial limit of {} and was ended (with its process group; {}); last output: {}",
                 seconds_text(timeout),
-                self.limit.describe(self.slowest_finished()),
+                self.describe_limit(),
                 last.join(" | ")
             )
             .into()),

@@ -306,10 +306,7 @@ pub fn tune_command(
         dataset: serde_json::json!({
             "command": template,
             "metric": options.metric,
-            "trial_limit_seconds": options
-                .trial_limit
-                .limit(objective.inner.slowest_finished())
-                .as_secs_f64(),
+            "trial_limit_seconds": objective.inner.limit_now().as_secs_f64(),
         }),
         trial: options.trial,
         budget_bytes: budget.bytes,
