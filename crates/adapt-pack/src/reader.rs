@@ -86,6 +86,7 @@ impl PackDataset {
                 frames,
             });
         }
+        storage.shards_opened();
         Ok(Self {
             dir,
             storage,

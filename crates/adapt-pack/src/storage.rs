@@ -38,6 +38,10 @@ pub trait PackStorage: Send + Sync {
     /// The shards (indices into the manifest's list) in the order a stream
     /// will read them this epoch: a remote store fetches them ahead.
     fn stream_order(&self, _shards: &[usize]) {}
+    /// Every shard's header and index has been read: the reads that follow
+    /// are the samples'. A remote store fetches a shard whole once a
+    /// sample of it is read, not for the reads of opening it.
+    fn shards_opened(&self) {}
 }
 
 /// A pack in a local folder.

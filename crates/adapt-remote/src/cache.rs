@@ -1,16 +1,18 @@
 //! The shard cache of a remote pack: frames by range request, whole shards
-//! fetched (ahead of a stream, or after a first touch) in chunks into a
-//! bounded on-disk cache evicted least recently used, so a second epoch
-//! reads locally. [`crate::RemoteStorage`] is its face to `adapt-pack`.
+//! fetched (ahead of a stream, or after a first sample read) in chunks into
+//! an on-disk cache folder, so a second epoch reads locally. The folder's
+//! budget holds for every process using it ([`crate::folder`]), least
+//! recently used shards evicted first; a shard another process fetched is
+//! taken from the folder, checked once. [`crate::RemoteStorage`] is its
+//! face to `adapt-pack`.
 
-use crate::Remote;
-use object_store::ObjectStoreExt;
+use crate::{Remote, folder};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The cache of one connected pack, shared by its storage and its shard
@@ -31,14 +33,14 @@ pub(crate) struct Inner {
     /// Shards are fetched in pieces of this size, several at once, and read
     /// while the rest arrive.
     pub(crate) chunk: u64,
+    /// Set once the pack's shards are open: from then on a read fetches its
+    /// shard whole (the reads of opening, three per shard, do not).
+    pub(crate) opened: AtomicBool,
 }
 
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) entries: HashMap<String, Entry>,
-    /// Bytes of cached and reserved (being fetched) shards.
-    pub(crate) used: u64,
-    pub(crate) tick: u64,
     /// Shard names in manifest order (for stream plans).
     pub(crate) names: Vec<String>,
     /// This epoch's stream: position of each shard.
@@ -52,8 +54,31 @@ pub(crate) struct State {
 pub(crate) struct Entry {
     pub(crate) bytes: u64,
     pub(crate) xxh3: Option<String>,
-    pub(crate) last: u64,
     pub(crate) slot: Slot,
+    /// Whether the cached file is whole (its xxh3 the manifest's): known
+    /// for a file this process fetched, found on the first read of one it
+    /// took from the folder.
+    pub(crate) whole: Arc<OnceLock<bool>>,
+    /// When this process last marked the file used (its modification
+    /// time).
+    pub(crate) touched: Option<std::time::Instant>,
+}
+
+/// A cached shard's modification time is its last use, set at most this
+/// often by one process.
+const TOUCH_EVERY: Duration = Duration::from_secs(10);
+
+impl Entry {
+    /// An entry for a shard of `bytes`, not cached.
+    pub(crate) fn absent(bytes: u64) -> Self {
+        Self {
+            bytes,
+            xxh3: None,
+            slot: Slot::Absent,
+            whole: Arc::new(OnceLock::new()),
+            touched: None,
+        }
+    }
 }
 
 pub(crate) enum Slot {
@@ -67,6 +92,8 @@ pub(crate) enum Slot {
 /// reading a landed chunk before the whole file is checked is safe.
 pub(crate) struct Partial {
     pub(crate) file: Arc<File>,
+    /// Its part file's path in the folder.
+    pub(crate) tmp: PathBuf,
     pub(crate) chunk: u64,
     pub(crate) landed: Vec<AtomicBool>,
     pub(crate) failed: AtomicBool,
@@ -87,10 +114,6 @@ impl Partial {
 impl Inner {
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn io_error(&self, name: &str, e: impl std::fmt::Display) -> std::io::Error {
-        std::io::Error::other(format!("{}: {e}", self.remote.url_of(name)))
     }
 
     /// A stream is reading `name`: fetch it and the next shards of the plan.
@@ -135,7 +158,8 @@ impl Inner {
         }
     }
 
-    /// The bytes at `offset` from the cache: a cached shard (marked used),
+    /// The bytes at `offset` from the cache: a cached shard (marked used,
+    /// checked whole on its first read),
     /// or a fetch in progress — waiting for the chunk when the shard is
     /// being streamed (it is on its way); `None` when the caller must ask
     /// the store itself.
@@ -146,18 +170,28 @@ impl Inner {
         offset: u64,
     ) -> Option<std::io::Result<()>> {
         let mut st = self.lock();
-        st.tick += 1;
-        let tick = st.tick;
-        if let Some(e) = st.entries.get_mut(name) {
-            e.last = tick;
-        }
         let deadline = std::time::Instant::now() + self.wait;
         loop {
             let partial = match st.entries.get(name).map(|e| &e.slot) {
                 Some(Slot::Fetching(p)) => Arc::clone(p),
                 Some(Slot::Ready(f)) => {
                     let f = Arc::clone(f);
+                    let e = st.entries.get(name)?;
+                    let (bytes, xxh3, whole) = (e.bytes, e.xxh3.clone(), Arc::clone(&e.whole));
+                    let touch = e.touched.is_none_or(|t| t.elapsed() > TOUCH_EVERY);
+                    if touch && let Some(e) = st.entries.get_mut(name) {
+                        e.touched = Some(std::time::Instant::now());
+                    }
                     drop(st);
+                    if touch {
+                        // Its last use, for every process's eviction order.
+                        let _ = f.set_modified(std::time::SystemTime::now());
+                    }
+                    let ok = *whole.get_or_init(|| check_whole(&f, bytes, xxh3.as_deref()).is_ok());
+                    if !ok {
+                        self.drop_damaged(name, &whole);
+                        return None;
+                    }
                     return Some(FileExt::read_exact_at(&*f, buf, offset));
                 }
                 _ => return None,
@@ -181,9 +215,11 @@ impl Inner {
         }
     }
 
-    /// Marks `name` as being fetched, reserves its bytes and creates its
-    /// temporary file; `None` when it is cached or fetching already, or
-    /// cannot fit.
+    /// Marks `name` as being fetched, reserves its bytes in the folder
+    /// (evicting the least recently used shards of any process to make
+    /// room) and creates its part file; `None` when it is cached, fetching
+    /// here or in another process, or cannot fit. A shard another process
+    /// finished is taken from the folder instead.
     pub(crate) fn reserve(&self, name: &str) -> Option<Arc<Partial>> {
         let mut st = self.lock();
         let e = st.entries.get(name)?;
@@ -191,27 +227,36 @@ impl Inner {
             return None;
         }
         let need = e.bytes;
-        while st.used + need > self.budget {
-            let victim = st
-                .entries
-                .iter()
-                .filter(|(n, e)| matches!(e.slot, Slot::Ready(_)) && !st.protected.contains(*n))
-                .min_by_key(|(_, e)| e.last)
-                .map(|(n, _)| n.clone());
-            let v = victim?;
-            if let Some(e) = st.entries.get_mut(&v) {
-                e.slot = Slot::Absent;
-                st.used -= e.bytes;
-            }
-            // Readers holding the file keep reading it; the name goes now.
-            let _ = std::fs::remove_file(self.dir.join(&v));
+        let _held = folder::lock(&self.dir).ok()?;
+        let mut listing = folder::scan(&self.dir);
+        forget_evicted(&mut st, &listing);
+        if self.adopt(&mut st, name, &listing) || listing.fetching.contains(name) {
+            return None;
         }
-        let tmp = self
-            .dir
-            .join(format!(".{name}.part-{}", std::process::id()));
+        listing.shards.sort_by_key(|c| c.modified);
+        let mut used = listing.used();
+        let mut victims = listing
+            .shards
+            .iter()
+            .filter(|c| c.name != name && !st.protected.contains(&c.name))
+            .map(|c| folder::Cached {
+                name: c.name.clone(),
+                ..*c
+            })
+            .collect::<Vec<_>>()
+            .into_iter();
+        while used + need > self.budget {
+            let v = victims.next()?;
+            // Readers holding the file keep reading it; the name goes now.
+            let _ = std::fs::remove_file(self.dir.join(&v.name));
+            used -= v.bytes;
+            if let Some(e) = st.entries.get_mut(&v.name) {
+                e.slot = Slot::Absent;
+            }
+        }
+        let tmp = self.dir.join(folder::part_name(name));
         let file = File::options()
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .read(true)
             .write(true)
             .open(&tmp)
@@ -219,35 +264,62 @@ impl Inner {
             .ok()?;
         let partial = Arc::new(Partial {
             file: Arc::new(file),
+            tmp,
             chunk: self.chunk,
             landed: (0..need.div_ceil(self.chunk))
                 .map(|_| AtomicBool::new(false))
                 .collect(),
             failed: AtomicBool::new(false),
         });
-        st.used += need;
         if let Some(e) = st.entries.get_mut(name) {
             e.slot = Slot::Fetching(Arc::clone(&partial));
         }
         Some(partial)
     }
 
+    /// Takes `name` from the folder when a process has put it there whole
+    /// (the size the manifest says); it is checked on its first read.
+    fn adopt(&self, st: &mut State, name: &str, listing: &folder::Listing) -> bool {
+        let Some(e) = st.entries.get_mut(name) else {
+            return false;
+        };
+        if listing.get(name).is_none_or(|c| c.bytes != e.bytes) {
+            return false;
+        }
+        let Ok(f) = File::open(self.dir.join(name)) else {
+            return false;
+        };
+        e.slot = Slot::Ready(Arc::new(f));
+        e.whole = Arc::new(OnceLock::new());
+        true
+    }
+
+    /// A cached file found damaged (`whole` is its check): removed, so the
+    /// next read asks the store and fetches the shard again.
+    fn drop_damaged(&self, name: &str, whole: &Arc<OnceLock<bool>>) {
+        let mut st = self.lock();
+        if let Some(e) = st.entries.get_mut(name)
+            && Arc::ptr_eq(&e.whole, whole)
+        {
+            e.slot = Slot::Absent;
+            e.whole = Arc::new(OnceLock::new());
+            if let Ok(_held) = folder::lock(&self.dir) {
+                let _ = std::fs::remove_file(self.dir.join(name));
+            }
+        }
+    }
+
     pub(crate) fn finish(&self, name: &str, result: Result<Arc<File>, String>) {
         let mut st = self.lock();
-        let bytes = st.entries.get(name).map_or(0, |e| e.bytes);
-        match result {
-            Ok(f) => {
-                if let Some(e) = st.entries.get_mut(name) {
+        if let Some(e) = st.entries.get_mut(name) {
+            match result {
+                Ok(f) => {
                     e.slot = Slot::Ready(f);
+                    e.whole = Arc::new(OnceLock::from(true));
                 }
-            }
-            Err(_) => {
                 // Reads fall back to range requests, which report the error
                 // with the shard's name if the store is really gone.
-                st.used = st.used.saturating_sub(bytes);
-                if let Some(e) = st.entries.get_mut(name) {
-                    e.slot = Slot::Absent;
-                }
+                Err(_) => e.slot = Slot::Absent,
             }
         }
         drop(st);
@@ -264,16 +336,13 @@ impl Inner {
             let e = st.entries.get(name).ok_or("not a shard of this pack")?;
             (e.bytes, e.xxh3.clone())
         };
-        let tmp = self
-            .dir
-            .join(format!(".{name}.part-{}", std::process::id()));
-        let key = self.remote.key(name);
+        let tmp = partial.tmp.clone();
         let mut tasks = tokio::task::JoinSet::new();
         for (c, _) in partial.landed.iter().enumerate() {
             let start = c as u64 * self.chunk;
             let end = (start + self.chunk).min(bytes);
-            let store = Arc::clone(&self.remote.store);
-            let key = key.clone();
+            let remote = self.remote.clone();
+            let name = name.to_owned();
             let partial = Arc::clone(&partial);
             let requests = Arc::clone(&self.requests);
             tasks.spawn(async move {
@@ -283,17 +352,7 @@ impl Inner {
                 if partial.failed.load(Ordering::Acquire) {
                     return Err("an earlier chunk failed".to_string());
                 }
-                let got = store
-                    .get_range(&key, start..end)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if got.len() as u64 != end - start {
-                    return Err(format!(
-                        "chunk at {start}: {} bytes, expected {}",
-                        got.len(),
-                        end - start
-                    ));
-                }
+                let got = remote.get_exact(&name, start..end).await?;
                 partial
                     .file
                     .write_all_at(&got, start)
@@ -318,6 +377,7 @@ impl Inner {
         }
         let checked = result.and_then(|()| {
             check_whole(&partial.file, bytes, xxh3.as_deref())?;
+            let _held = folder::lock(&self.dir).map_err(|e| e.to_string())?;
             std::fs::rename(&tmp, self.dir.join(name)).map_err(|e| e.to_string())
         });
         match checked {
@@ -327,6 +387,16 @@ impl Inner {
                 let _ = std::fs::remove_file(&tmp);
                 Err(e)
             }
+        }
+    }
+}
+
+/// Our cached shards another process evicted (gone from the folder): no
+/// longer ours to read, so their space is freed once reads in flight end.
+fn forget_evicted(st: &mut State, listing: &folder::Listing) {
+    for (name, e) in st.entries.iter_mut() {
+        if matches!(e.slot, Slot::Ready(_)) && listing.get(name).is_none() {
+            e.slot = Slot::Absent;
         }
     }
 }

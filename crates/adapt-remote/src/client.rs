@@ -96,6 +96,9 @@ pub struct Remote {
     pub(crate) url: RemoteUrl,
     /// The I/O runtime its requests run on.
     pub(crate) rt: &'static tokio::runtime::Runtime,
+    /// Retries of a request (object_store's, and [`Self::get_exact`]'s of
+    /// a short body).
+    pub(crate) retries: usize,
 }
 
 impl Remote {
@@ -155,6 +158,7 @@ impl Remote {
             store: Arc::new(store),
             url: parsed,
             rt,
+            retries: options.retries,
         })
     }
 
@@ -181,6 +185,42 @@ impl Remote {
             url: self.url_of(name),
             source: e,
         }
+    }
+
+    /// Bytes `range` of object `name`, exactly: a body shorter than asked
+    /// for (a `Content-Length` that disagrees with its `Content-Range`,
+    /// which object_store passes on) is asked for again, with the same
+    /// backoff as object_store's retries of everything else.
+    pub(crate) async fn get_exact(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+    ) -> Result<bytes::Bytes, String> {
+        use object_store::ObjectStoreExt;
+        let key = self.key(name);
+        let want = range.end - range.start;
+        let mut backoff = Duration::from_millis(100);
+        for attempt in 0..=self.retries {
+            let got = self
+                .store
+                .get_range(&key, range.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            if got.len() as u64 == want {
+                return Ok(got);
+            }
+            if attempt == self.retries {
+                return Err(format!(
+                    "asked for {want} bytes at {}, got {} ({} tries)",
+                    range.start,
+                    got.len(),
+                    attempt + 1
+                ));
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+        Err("no request made".into())
     }
 
     /// The whole object `name`, or `None` when there is none.

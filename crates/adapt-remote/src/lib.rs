@@ -16,6 +16,8 @@ mod cache;
 #[cfg(feature = "s3")]
 mod client;
 mod error;
+#[cfg(feature = "s3")]
+mod folder;
 mod options;
 #[cfg(feature = "s3")]
 mod storage;

@@ -3,12 +3,11 @@
 //! files, whose reads go through the cache ([`crate::cache`]).
 
 use crate::cache::{Entry, Inner, Slot, State};
-use crate::{Remote, RemoteOptions};
+use crate::{Remote, RemoteOptions, folder};
 use adapt_pack::{PackError, PackStorage, ShardFile, ShardInfo};
-use object_store::ObjectStoreExt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -32,40 +31,31 @@ impl RemoteStorage {
             path: dir.clone(),
             source,
         })?;
+        if options.cache_bytes > 0 {
+            folder::probe(&dir).map_err(|source| PackError::Io {
+                path: dir.clone(),
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!(
+                        "the cache folder takes no shards ({source}); give another \
+                         cache folder (ADAPT_CACHE_DIR), or a cache of 0 bytes \
+                         (ADAPT_CACHE_BYTES=0) to read by range requests only"
+                    ),
+                ),
+            })?;
+        }
+        // Shards cached by this and other processes count against the
+        // budget; part files of processes that died are removed.
         let mut state = State::default();
-        // Shards cached by earlier runs count against the budget, oldest
-        // first in line for eviction; temporary files of runs that died
-        // more than an hour ago are removed.
-        if let Ok(rd) = std::fs::read_dir(&dir) {
-            for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                let Ok(meta) = e.metadata() else { continue };
-                if !meta.is_file() {
-                    continue;
-                }
-                if name.starts_with('.') {
-                    let old = meta
-                        .modified()
-                        .ok()
-                        .and_then(|m| m.elapsed().ok())
-                        .is_some_and(|a| a.as_secs() > 3600);
-                    if old && name.contains(".part-") {
-                        let _ = std::fs::remove_file(e.path());
-                    }
-                    continue;
-                }
-                let file = File::open(e.path()).ok().map(Arc::new);
-                state.used += meta.len();
-                state.entries.insert(
-                    name,
-                    Entry {
-                        bytes: meta.len(),
-                        xxh3: None,
-                        last: 0,
-                        slot: file.map_or(Slot::Absent, Slot::Ready),
-                    },
-                );
+        let listing = folder::lock(&dir)
+            .map(|_held| folder::scan(&dir))
+            .unwrap_or_default();
+        for c in listing.shards {
+            let mut e = Entry::absent(c.bytes);
+            if let Ok(f) = File::open(dir.join(&c.name)) {
+                e.slot = Slot::Ready(Arc::new(f));
             }
+            state.entries.insert(c.name, e);
         }
         Ok(Self {
             inner: Arc::new(Inner {
@@ -80,6 +70,7 @@ impl RemoteStorage {
                 )),
                 wait: options.request_timeout,
                 chunk: options.chunk_bytes.max(1),
+                opened: AtomicBool::new(false),
             }),
         })
     }
@@ -145,26 +136,17 @@ impl ShardFile for RemoteShard {
             return r;
         }
         let end = offset + buf.len() as u64;
-        let key = self.inner.remote.key(&self.name);
-        let got = self
-            .inner
-            .remote
+        let remote = &self.inner.remote;
+        let got = remote
             .rt
-            .block_on(self.inner.remote.store.get_range(&key, offset..end))
-            .map_err(|e| self.inner.io_error(&self.name, e))?;
-        if got.len() != buf.len() {
-            return Err(self.inner.io_error(
-                &self.name,
-                format!(
-                    "asked for {} bytes at {offset}, got {}",
-                    buf.len(),
-                    got.len()
-                ),
-            ));
-        }
+            .block_on(remote.get_exact(&self.name, offset..end))
+            .map_err(std::io::Error::other)?;
         buf.copy_from_slice(&got);
-        // Touched: fetch it whole so later reads (and epochs) are local.
-        self.inner.want(&self.name);
+        // A sample read: fetch it whole so later reads (and epochs) are
+        // local.
+        if self.inner.opened.load(Ordering::Acquire) {
+            self.inner.want(&self.name);
+        }
         Ok(())
     }
 
@@ -213,21 +195,14 @@ impl PackStorage for RemoteStorage {
                 .is_some_and(|e| e.bytes != info.bytes);
             if stale {
                 // A cached file of another size is not this shard.
-                if let Some(e) = st.entries.remove(&info.file)
-                    && matches!(e.slot, Slot::Ready(_))
-                {
-                    st.used = st.used.saturating_sub(e.bytes);
+                st.entries.remove(&info.file);
+                if let Ok(_held) = folder::lock(&self.inner.dir) {
+                    let _ = std::fs::remove_file(self.inner.dir.join(&info.file));
                 }
-                let _ = std::fs::remove_file(self.inner.dir.join(&info.file));
             }
             st.entries
                 .entry(info.file.clone())
-                .or_insert(Entry {
-                    bytes: info.bytes,
-                    xxh3: None,
-                    last: 0,
-                    slot: Slot::Absent,
-                })
+                .or_insert_with(|| Entry::absent(info.bytes))
                 .xxh3 = Some(info.xxh3.clone());
         }
         Ok(Arc::new(RemoteShard {
@@ -235,6 +210,10 @@ impl PackStorage for RemoteStorage {
             name: info.file.clone(),
             len: info.bytes,
         }))
+    }
+
+    fn shards_opened(&self) {
+        self.inner.opened.store(true, Ordering::Release);
     }
 
     fn stream_order(&self, shards: &[usize]) {

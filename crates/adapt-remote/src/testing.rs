@@ -1,8 +1,10 @@
 //! A real S3 server for tests and benchmarks: `s3s-fs` (an S3
 //! implementation over a folder) served on 127.0.0.1, with switches for
 //! the faults a loader must survive — stopped, restarted on the same port,
-//! slow, failing writes. Not a mock of this crate's client: requests go
-//! over HTTP, signed, to a server that stores objects as files.
+//! slow, failing writes, and [`Fault`]s injected into reads (error
+//! statuses, connections cut mid-body, short bodies, wrong lengths,
+//! stalls). Not a mock of this crate's client: requests go over HTTP,
+//! signed, to a server that stores objects as files.
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -32,6 +34,35 @@ struct Shared {
     /// with 500; `usize::MAX` = no limit.
     puts_left: AtomicUsize,
     failing: AtomicBool,
+    injection: Mutex<Option<Injection>>,
+    injected: AtomicUsize,
+}
+
+/// A fault the server injects into the answers to GET requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Answered with this status (500, 503 …) and no body.
+    Status(u16),
+    /// The connection is cut halfway through the body (its
+    /// `Content-Length` announced the whole).
+    Reset,
+    /// Half the body, with a `Content-Length` that says half: a short body
+    /// that looks whole on the wire (only `Content-Range` disagrees).
+    ShortBody,
+    /// The whole body, with a `Content-Length` 100 bytes larger, then the
+    /// connection closed.
+    LongLength,
+    /// Nothing sent for this long, then the answer.
+    Stall(Duration),
+}
+
+/// Which GET requests get the fault.
+#[derive(Clone, Copy, Debug)]
+struct Injection {
+    fault: Fault,
+    every: usize,
+    left: Option<usize>,
+    seen: usize,
 }
 
 /// A running S3 server over a folder; stopped when dropped.
@@ -162,6 +193,35 @@ impl S3Server {
         self.shared.failing.store(on, Ordering::Relaxed);
     }
 
+    /// Injects `fault` into every `every`-th GET request from now on, at
+    /// most `times` times (`None`: until [`Self::clear_faults`]).
+    pub fn inject(&self, fault: Fault, every: usize, times: Option<usize>) {
+        *self
+            .shared
+            .injection
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Injection {
+            fault,
+            every: every.max(1),
+            left: times,
+            seen: 0,
+        });
+    }
+
+    /// Stops injecting faults.
+    pub fn clear_faults(&self) {
+        *self
+            .shared
+            .injection
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Faults injected so far.
+    pub fn faults_injected(&self) -> usize {
+        self.shared.injected.load(Ordering::Relaxed)
+    }
+
     /// GET requests served so far.
     pub fn gets(&self) -> usize {
         self.shared.gets.load(Ordering::Relaxed)
@@ -187,6 +247,67 @@ impl Drop for S3Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+impl Shared {
+    /// The fault for the GET request being served, if it gets one.
+    fn next_fault(&self) -> Option<Fault> {
+        let mut inj = self.injection.lock().unwrap_or_else(|p| p.into_inner());
+        let i = inj.as_mut()?;
+        i.seen += 1;
+        if i.seen % i.every != 0 || i.left == Some(0) {
+            return None;
+        }
+        if let Some(left) = &mut i.left {
+            *left -= 1;
+        }
+        self.injected.fetch_add(1, Ordering::Relaxed);
+        Some(i.fault)
+    }
+}
+
+/// A body of byte pieces that may end in an error (the connection cut).
+struct Pieces(std::collections::VecDeque<Result<bytes::Bytes, s3s::StdError>>);
+
+impl futures::Stream for Pieces {
+    type Item = Result<bytes::Bytes, s3s::StdError>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Ready(self.0.pop_front())
+    }
+}
+
+impl s3s::stream::ByteStream for Pieces {}
+
+/// `resp` with its body (read whole) damaged as `fault` says.
+async fn damaged(
+    resp: Response<s3s::Body>,
+    fault: Fault,
+) -> Result<Response<s3s::Body>, s3s::HttpError> {
+    use futures::StreamExt;
+    let (mut parts, mut body) = resp.into_parts();
+    let mut whole = Vec::new();
+    while let Some(piece) = body.next().await {
+        whole.extend_from_slice(&piece.map_err(s3s::HttpError::new)?);
+    }
+    let whole = bytes::Bytes::from(whole);
+    let half = whole.slice(..whole.len() / 2);
+    let (length, pieces): (usize, Vec<Result<bytes::Bytes, s3s::StdError>>) = match fault {
+        Fault::Reset => (
+            whole.len(),
+            vec![Ok(half), Err("connection cut by the test server".into())],
+        ),
+        Fault::ShortBody => (half.len(), vec![Ok(half)]),
+        _ => (whole.len() + 100, vec![Ok(whole)]),
+    };
+    parts.headers.insert(
+        http::header::CONTENT_LENGTH,
+        http::HeaderValue::from(length),
+    );
+    let stream: s3s::stream::DynByteStream = Box::pin(Pieces(pieces.into()));
+    Ok(Response::from_parts(parts, s3s::Body::from(stream)))
 }
 
 async fn handle(
@@ -230,7 +351,21 @@ async fn handle(
         }
     }
     let is_get = req.method() == http::Method::GET;
-    let resp = service.call(req.map(s3s::Body::from)).await?;
+    let fault = if is_get { shared.next_fault() } else { None };
+    match fault {
+        Some(Fault::Status(code)) => {
+            return Response::builder()
+                .status(code)
+                .body(s3s::Body::empty())
+                .map_err(|e| s3s::HttpError::new(Box::new(e)));
+        }
+        Some(Fault::Stall(d)) => tokio::time::sleep(d).await,
+        _ => {}
+    }
+    let mut resp = service.call(req.map(s3s::Body::from)).await?;
+    if let Some(f @ (Fault::Reset | Fault::ShortBody | Fault::LongLength)) = fault {
+        resp = damaged(resp, f).await?;
+    }
     if is_get
         && let Some(n) = resp
             .headers()

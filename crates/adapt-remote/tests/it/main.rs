@@ -1,8 +1,12 @@
 //! Packs published to, read from and checked in a real S3 server
 //! (`s3s-fs` on 127.0.0.1, started by each test), with the server stopped,
-//! restarted, slowed and failing.
+//! restarted, slowed and failing, under the faults of [`faults`], and with one cache folder
+//! shared by several ranks ([`shared_cache`]).
 
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
+
+mod faults;
+mod shared_cache;
 
 use adapt_dataset::Dataset;
 use adapt_formats::{Cifar10, Split};
