@@ -2,11 +2,13 @@
 //! crate `adapt` (see <https://github.com/matklad/cargo-xtask/>). The verbs
 //! a user needs — `gen`, `inspect`, `load`, `shard`, `tune` — are
 //! `adapt::cli`'s, the same ones `python -m adapt` offers; this binary adds
-//! the developer's verbs: `bench`, `fuzz` and `gpu-check`.
+//! the developer's verbs: `bench`, `fuzz`, `gpu-check` and `soak`.
 
 mod bench;
 mod fuzz;
 mod gpu_check;
+#[cfg(feature = "soak")]
+mod soak;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,10 @@ enum Verb {
     Fuzz(fuzz::Args),
     /// Run the criterion benchmarks (formats, loader, search).
     Bench(bench::Args),
+    /// Epochs for a given time over a random mix of pipelines, sources,
+    /// knobs, resumes and object-store faults, checked as they go.
+    #[cfg(feature = "soak")]
+    Soak(soak::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -44,6 +50,8 @@ fn main() -> anyhow::Result<()> {
         Verb::Bench(a) => bench::run(a),
         Verb::Fuzz(a) => fuzz::run(a),
         Verb::GpuCheck(a) => gpu_check::run(a),
+        #[cfg(feature = "soak")]
+        Verb::Soak(a) => soak::run(a),
     }
 }
 
@@ -55,6 +63,7 @@ fn features_to_add(args: &[String]) -> Option<Vec<&'static str>> {
     let wanted = [
         ("s3", adapt::S3_ENABLED, needs_s3(args)),
         ("parquet", adapt::PARQUET_ENABLED, needs_parquet(args)),
+        ("soak", cfg!(feature = "soak"), needs_soak(args)),
     ];
     wanted
         .iter()
@@ -63,6 +72,11 @@ fn features_to_add(args: &[String]) -> Option<Vec<&'static str>> {
             let on = wanted.iter().filter(|&&(_, built, needed)| built || needed);
             on.map(|&(name, ..)| name).collect()
         })
+}
+
+/// Whether the command is the soak (the S3 test server is its feature).
+fn needs_soak(args: &[String]) -> bool {
+    args.first().is_some_and(|v| v == "soak")
 }
 
 /// Whether a command names an object store (`s3://…`).
@@ -110,6 +124,13 @@ mod tests {
         assert!(super::needs_s3(&args(&["pack", "--out", "s3://b/p"])));
         assert!(super::needs_s3(&args(&["load", "--path=s3://b/p"])));
         assert!(!super::needs_s3(&args(&["tune", "--path", "datasets/s3"])));
+    }
+
+    #[test]
+    fn the_soak_verb_asks_for_its_feature() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(super::needs_soak(&args(&["soak", "--seconds", "5"])));
+        assert!(!super::needs_soak(&args(&["load", "--path", "soak"])));
     }
 
     #[test]
