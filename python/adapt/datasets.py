@@ -248,17 +248,44 @@ class Pack(_Spec):
     kind = "pack"
 
 
-def _file_list(urls, what, kind):
+#: Where a split's files lie in a folder, in the order looked at: the Hub's
+#: `data/train-00000-of-00003.parquet` (or shards `train-000000.tar`), a
+#: folder per split, and `refs/convert/parquet`'s `CONFIG/SPLIT/0000.parquet`.
+_SPLIT_PATTERNS = ("{split}-*{ext}", "data/{split}-*{ext}", "{split}/*{ext}", "*/{split}/*{ext}")
+
+
+def _split_files(folder, split, what, ext):
+    """The files of `split` in `folder`, sorted, by the first of
+    _SPLIT_PATTERNS that finds any."""
+    for pattern in _SPLIT_PATTERNS:
+        found = sorted(glob.glob(os.path.join(glob.escape(folder),
+                                              pattern.format(split=glob.escape(split), ext=ext))))
+        if found:
+            return found
+    looked = ", ".join(p.format(split=split, ext=ext) for p in _SPLIT_PATTERNS)
+    raise FileNotFoundError(f"{folder}: no {what}s of split {split!r} (looked for {looked})")
+
+
+def _file_list(urls, what, kind, split=None, ext=""):
     """`urls` (a path, a pattern, a list of them) as one `::` list of
     absolute paths: `*`/`?` globs expanded here (sorted, as Hugging Face's
-    `data_files`), brace patterns and folders left to the reader."""
+    `data_files`), brace patterns and folders left to the reader; with
+    `split`, each folder gives that split's files."""
     if isinstance(urls, (str, os.PathLike)):
         urls = [urls]
     urls = [os.fspath(u) for u in urls]
     if not urls or not all(isinstance(u, str) and u for u in urls):
         raise TypeError(f"urls must be a {what} path or pattern, or a list of them")
+    if split is not None and (not isinstance(split, str) or not split or "/" in split):
+        raise TypeError("split must be a split's name, such as 'train' or 'test'")
     paths = []
     for u in urls:
+        if split is not None:
+            if "://" in u or not os.path.isdir(u):
+                raise ValueError(f"{u}: split= picks a split's files in a folder; name the "
+                                 "folder, or leave split=None to read the files named")
+            paths.extend(_split_files(u, split, what, ext))
+            continue
         if "://" in u:
             raise ValueError(f"{u}: {what}s are read from local files only so far (pack them with "
                              f"`python -m adapt pack --dataset {kind}` to read them from object "
@@ -280,14 +307,16 @@ class _Files(_Spec):
     _image_hint = ""
     _label_hint = ""
 
-    def __init__(self, urls, image, label, *, resize=None):
-        urls, spec = _file_list(urls, self._what, self.kind)
+    _ext = ""
+
+    def __init__(self, urls, image, label, *, split=None, resize=None):
+        urls, spec = _file_list(urls, self._what, self.kind, split, self._ext)
         if not isinstance(image, str) or not image:
             raise TypeError(f"image must be {self._image_hint}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"label must be {self._label_hint}, or None")
         super().__init__(spec, resize=resize)
-        self.urls, self.image, self.label = urls, image, label
+        self.urls, self.image, self.label, self.split = urls, image, label, split
 
     def _spec(self):
         s = super()._spec()
@@ -296,7 +325,9 @@ class _Files(_Spec):
         return s
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.urls!r}, image={self.image!r}, label={self.label!r})"
+        split = "" if self.split is None else f", split={self.split!r}"
+        return (f"{type(self).__name__}({self.urls!r}, image={self.image!r}, "
+                f"label={self.label!r}{split})")
 
 
 class WebDataset(_Files):
@@ -314,16 +345,19 @@ class WebDataset(_Files):
     `DataLoader(..., stream=N)` streams them instead, 64 shards at once
     (each read in order), through a shuffle buffer of N samples. Local
     files only, so far; gzipped
-    shards (`.tar.gz`) are not read.
+    shards (`.tar.gz`) are not read. `split="train"` reads a folder's
+    `train-*.tar` (or `data/train-*`, `train/*`, `*/train/*`).
     """
 
     kind = "webdataset"
+    _ext = ".tar"
     _what = "WebDataset shard"
     _image_hint = "an extension such as 'jpg' or 'jpg;png'"
     _label_hint = "an extension such as 'cls'"
 
-    def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, resize=None):
-        super().__init__(urls, image, label, resize=resize)
+    def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, split=None,
+                 resize=None):
+        super().__init__(urls, image, label, split=split, resize=resize)
 
 
 class Parquet(_Files):
@@ -342,15 +376,19 @@ class Parquet(_Files):
     bounded cache; `DataLoader(..., stream=N)` streams row groups instead,
     16 at once, through a shuffle buffer of N samples, which a shuffled
     dataset larger than the cache needs. Local files only, so far.
+    `split="test"` reads a folder's split as the Hub lays it out
+    (`data/test-*.parquet`, `test-*`, `test/*`, or `refs/convert/parquet`'s
+    `CONFIG/test/*.parquet`).
     """
 
     kind = "parquet"
+    _ext = ".parquet"
     _what = "Parquet file"
     _image_hint = "a column name such as 'image'"
     _label_hint = "a column name such as 'label'"
 
-    def __init__(self, urls, image="image", label="label", *, resize=None):
-        super().__init__(urls, image, label, resize=resize)
+    def __init__(self, urls, image="image", label="label", *, split=None, resize=None):
+        super().__init__(urls, image, label, split=split, resize=resize)
 
 
 class CelebADigiFace(_Spec):

@@ -139,3 +139,21 @@ def test_batches_are_the_same_for_any_worker_count(hub, stream):
         assert got == base, f"{workers} workers, stream {stream}"
     labels = sorted(int(x) for _, lab in base for x in np.frombuffer(lab, dtype=np.int64))
     assert labels == sorted(i % 4 for i in range(35))
+
+
+def test_split_picks_a_splits_files_as_the_hub_lays_them_out(hub, tmp_path):
+    # `data/train-*` found from the dataset's folder and from `data/`.
+    assert len(adapt.datasets.Parquet(str(hub), split="train")) == 35
+    test = adapt.datasets.Parquet(str(hub / "data"), split="test")
+    assert len(test) == 3 and test.targets == [100 % 4, 101 % 4, 102 % 4]
+    assert "split='test'" in repr(test)
+    # refs/convert/parquet: CONFIG/SPLIT/0000.parquet.
+    (tmp_path / "default" / "validation").mkdir(parents=True)
+    pq.write_table(_hf_table(range(7)), tmp_path / "default" / "validation" / "0000.parquet")
+    assert len(adapt.datasets.Parquet(str(tmp_path), split="validation")) == 7
+    with pytest.raises(FileNotFoundError, match="split 'dev'.*looked for dev-\\*.parquet"):
+        adapt.datasets.Parquet(str(hub), split="dev")
+    with pytest.raises(ValueError, match="split= picks a split's files in a folder"):
+        adapt.datasets.Parquet(str(hub / "data" / "train-*.parquet"), split="train")
+    with pytest.raises(TypeError, match="split must be"):
+        adapt.datasets.Parquet(str(hub), split="a/b")

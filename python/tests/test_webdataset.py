@@ -105,3 +105,43 @@ def test_damaged_shards_name_the_shard_and_member(shards, tmp_path):
         adapt.datasets.WebDataset("s3://bucket/shards-{0..9}.tar")
     with pytest.raises(adapt.DataError, match="none-0.tar"):
         len(adapt.datasets.WebDataset(str(tmp_path / "none-{0..1}.tar")))
+
+
+def test_shards_written_by_adapt_read_in_webdatasets_own_reader(cifar, tmp_path):
+    # `pack --format webdataset` hands a dataset to other tools: the
+    # reference reader sees every source sample once, pixels and label.
+    from adapt.__main__ import main
+
+    out = tmp_path / "wds"
+    assert main(["pack", "--dataset", "cifar10", "--path", str(cifar), "--out", str(out),
+                 "--format", "webdataset", "--shard-size", "256"]) == 0
+    names = sorted(str(p) for p in out.glob("train-*.tar"))
+    assert len(names) == 3  # 600 samples, 256 a shard
+    source = adapt.datasets.CIFAR10(str(cifar))
+    seen = set()
+    for key, image, label in wds.WebDataset(names, shardshuffle=False).decode("rgb8").to_tuple(
+            "__key__", "png", "cls"):
+        i = int(key)
+        pixels, want = source[i]
+        np.testing.assert_array_equal(image, pixels)
+        assert label == want
+        seen.add(i)
+    assert seen == set(range(len(source)))
+    # Written again without --overwrite: refused.
+    assert main(["pack", "--dataset", "cifar10", "--path", str(cifar), "--out", str(out),
+                 "--format", "webdataset"]) != 0
+
+
+def test_split_picks_a_folders_shards(shards, tmp_path):
+    import shutil
+
+    for split in ("train", "test"):
+        (tmp_path / split).mkdir()
+    for p in sorted(shards.glob("train-*.tar"))[:2]:
+        shutil.copy(p, tmp_path / "train" / p.name)
+    shutil.copy(sorted(shards.glob("train-*.tar"))[2], tmp_path / "test" / "test-000000.tar")
+    train = adapt.datasets.WebDataset(str(tmp_path), split="train", image="png")
+    test = adapt.datasets.WebDataset(str(tmp_path), split="test", image="png")
+    assert len(train) + len(test) == 40 and len(test) > 0
+    with pytest.raises(FileNotFoundError, match="no WebDataset shards of split 'val'"):
+        adapt.datasets.WebDataset(str(tmp_path), split="val")

@@ -137,3 +137,132 @@ fn publish(
 fn verify_remote(pack: &str, _: &RemoteOptions) -> Result<(VerifyReport, Manifest), AdaptError> {
     Err(adapt_pipeline::PipelineError::NoS3(pack.to_owned()).into())
 }
+
+/// How [`write_webdataset`] writes: samples per shard, the shuffle's seed,
+/// the shards' name prefix (`PREFIX-000000.tar`, …), and whether shards of
+/// that prefix already in the folder may be replaced.
+#[derive(Clone, Debug)]
+pub struct WebDatasetOut {
+    /// Samples per shard (at least 1).
+    pub shard_size: usize,
+    /// Seed of the shuffle before writing (as a pack's).
+    pub seed: u64,
+    /// Shard name prefix.
+    pub prefix: String,
+    /// Replace shards of this prefix found in the folder (once the new
+    /// ones are complete; extra old ones are removed after).
+    pub overwrite: bool,
+}
+
+/// Writes `source` as WebDataset tar shards in the folder `dest`, for
+/// other tools: shuffled from the seed as a pack is, each sample `KEY.jpg`
+/// or `KEY.png` and `KEY.cls` (the label in decimal), `KEY` the source
+/// index in 8 digits. An image the source holds encoded without a crop is
+/// written as its file's bytes; any other is the decoded RGB sample as
+/// PNG. Each shard is written under a temporary name and renamed when
+/// complete. Returns the shards written, in order.
+pub fn write_webdataset(
+    source: &Source,
+    dest: &Path,
+    o: &WebDatasetOut,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<std::path::PathBuf>, AdaptError> {
+    let old = tar_shards(dest, &o.prefix)?;
+    if !old.is_empty() && !o.overwrite {
+        return Err(AdaptError::Option(format!(
+            "{} already holds {} shards named {}-NNNNNN.tar: give another folder or \
+             --overwrite",
+            dest.display(),
+            old.len(),
+            o.prefix
+        )));
+    }
+    let ds = &*source.opened.dataset;
+    let format = |e| AdaptError::Pipeline(adapt_pipeline::PipelineError::Format(e));
+    let mut w =
+        adapt_formats::WebDatasetWriter::new(dest, &o.prefix, o.shard_size).map_err(format)?;
+    for i in adapt_dataset::permutation(ds.len(), o.seed, 0) {
+        let (ext, image, label) = webdataset_image(ds, i, dest)?;
+        let cls = label.to_string();
+        w.write(
+            &format!("{i:08}"),
+            &[(ext, &image), ("cls", cls.as_bytes())],
+        )
+        .map_err(format)?;
+        progress(1);
+    }
+    let written = w.finish().map_err(format)?;
+    for stale in old.iter().filter(|p| !written.contains(p)) {
+        std::fs::remove_file(stale).map_err(|source| AdaptError::Io {
+            path: stale.clone(),
+            source,
+        })?;
+    }
+    Ok(written)
+}
+
+/// Sample `i` as a WebDataset image member: its extension, bytes, label.
+fn webdataset_image(
+    ds: &dyn adapt_dataset::Dataset,
+    i: usize,
+    dest: &Path,
+) -> Result<(&'static str, Vec<u8>, i64), AdaptError> {
+    let failed = |source| {
+        AdaptError::Pipeline(adapt_pipeline::PipelineError::Sample {
+            index: i,
+            origin: ds.source(i),
+            source,
+        })
+    };
+    if let Some(e) = ds.encoded(i) {
+        let e = e.map_err(failed)?;
+        let ext = match e.bytes.get(..4) {
+            Some([0xff, 0xd8, 0xff, _]) => Some("jpg"),
+            Some([0x89, b'P', b'N', b'G']) => Some("png"),
+            _ => None,
+        };
+        if let (Some(ext), None) = (ext, e.steps.crop) {
+            return Ok((ext, e.bytes, e.label));
+        }
+    }
+    let s = ds.get(i).map_err(failed)?;
+    let png = adapt_formats::encode_png(
+        dest,
+        &s.hwc_bytes(),
+        s.shape.width,
+        s.shape.height,
+        s.shape.channels,
+    )
+    .map_err(|e| AdaptError::Pipeline(adapt_pipeline::PipelineError::Format(e)))?;
+    Ok(("png", png, s.label))
+}
+
+/// The shards `PREFIX-NNNNNN.tar` in `dir` (none when it does not exist).
+fn tar_shards(dir: &Path, prefix: &str) -> Result<Vec<std::path::PathBuf>, AdaptError> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(AdaptError::Io {
+                path: dir.to_owned(),
+                source,
+            });
+        }
+    };
+    let mut out: Vec<_> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.as_deref()
+                .and_then(|n| {
+                    n.strip_prefix(prefix)?
+                        .strip_prefix('-')?
+                        .strip_suffix(".tar")
+                })
+                .is_some_and(|d| d.len() == 6 && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}

@@ -46,6 +46,10 @@ pub struct Args {
     /// Replace a different pack found at --out (once the new one is complete).
     #[arg(long)]
     overwrite: bool,
+    /// What to write: pack (adapt's shards), or webdataset (tar shards
+    /// `train-NNNNNN.tar` of KEY.jpg/png and KEY.cls, for other tools).
+    #[arg(long, default_value = "pack")]
+    format: String,
     #[command(flatten)]
     remote: RemoteArgs,
 }
@@ -88,6 +92,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let (Some(source), Some(out)) = (args.source()?, &args.out) else {
         bail!("shard needs --dataset, --path and --out (or --verify PACK)");
     };
+    match args.format.as_str() {
+        "pack" => {}
+        "webdataset" => return webdataset(&args, &source, out),
+        other => bail!("--format {other}: expected pack or webdataset"),
+    }
     let options = args.pack_options()?;
     // (The source is read twice: first to digest its content — what ties
     // the pack to it —, then to pack; the bar counts the second pass.)
@@ -119,6 +128,41 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         bytes as f64 / (1u64 << 20) as f64,
         secs,
         m.samples as f64 / secs
+    );
+    Ok(())
+}
+
+/// `--format webdataset`: the source as WebDataset tar shards in `out`.
+fn webdataset(args: &Args, source: &DatasetSpec, out: &std::path::Path) -> anyhow::Result<()> {
+    if crate::is_remote(&out.to_string_lossy()) {
+        bail!("--format webdataset writes to a local folder; upload the shards with your own tool");
+    }
+    if args.codec.is_some() || args.store != "raw" {
+        bail!("--codec and --store are a pack's; WebDataset shards hold the images' files");
+    }
+    let source = crate::pack::Source::open(source)?;
+    let bar = super::progress_bar(source.len() as u64, "writing");
+    let start = Instant::now();
+    let o = crate::pack::WebDatasetOut {
+        shard_size: args.shard_size,
+        seed: args.seed,
+        prefix: "train".into(),
+        overwrite: args.overwrite,
+    };
+    let shards = crate::pack::write_webdataset(&source, out, &o, &|n| bar.inc(n))
+        .with_context(|| format!("writing WebDataset shards into {}", out.display()))?;
+    bar.finish_and_clear();
+    let bytes: u64 = shards
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .sum();
+    println!(
+        "{}: {} samples in {} WebDataset shards, {:.1} MiB, {:.1} s",
+        out.display(),
+        source.len(),
+        shards.len(),
+        bytes as f64 / (1u64 << 20) as f64,
+        start.elapsed().as_secs_f64()
     );
     Ok(())
 }

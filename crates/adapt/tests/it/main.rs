@@ -506,3 +506,70 @@ fn loads_streams_shares_and_resumes(pipeline: &Pipeline) -> Vec<(Vec<usize>, Vec
     }
     random
 }
+
+/// The samples of `spec`, opened, in index order: (HWC pixels, label).
+fn samples_of(spec: &DatasetSpec) -> Vec<(Vec<u8>, i64)> {
+    use adapt::engines::dataset::Dataset;
+    let opened = spec.open().unwrap();
+    (0..opened.dataset.len())
+        .map(|i| {
+            let s = opened.dataset.get(i).unwrap();
+            (s.hwc_bytes().into_owned(), s.label)
+        })
+        .collect()
+}
+
+#[test]
+fn a_dataset_written_as_webdataset_shards_reads_back_as_its_samples() {
+    let t = tempfile::tempdir().unwrap();
+    small_cifar(&t.path().join("cifar"), 4);
+    let folder = t.path().join("folder");
+    let request = adapt::generate::Request {
+        count: Some(40),
+        size: Some((20, 16)),
+        classes: Some(4),
+        ..adapt::generate::Request::new(DatasetKind::ImageFolder, 6)
+    };
+    adapt::generate(&request, &folder, &|_| {}).unwrap();
+    // CIFAR-10 (pixels, written as PNG) and JPEGs (their files' bytes).
+    for (kind, path) in [("cifar10", t.path().join("cifar")), ("imagefolder", folder)] {
+        let spec = DatasetSpec::new(kind, &path);
+        let source = adapt::pack::Source::open(&spec).unwrap();
+        let out = t.path().join(format!("wds-{kind}"));
+        let o = adapt::pack::WebDatasetOut {
+            shard_size: 64,
+            seed: 9,
+            prefix: "train".into(),
+            overwrite: false,
+        };
+        let shards = adapt::pack::write_webdataset(&source, &out, &o, &|_| {}).unwrap();
+        let want = samples_of(&spec);
+        assert_eq!(shards.len(), want.len().div_ceil(64), "{kind}");
+        let got = samples_of(&DatasetSpec::new("webdataset", &out));
+        let order = adapt::engines::dataset::permutation(want.len(), 9, 0);
+        assert_eq!(got.len(), want.len());
+        for (at, &i) in order.iter().enumerate() {
+            assert!(
+                got[at] == want[i],
+                "{kind}: shard sample {at} is not source sample {i}"
+            );
+        }
+        // Another write is refused; with overwrite, fewer shards replace
+        // the old ones and the extra old ones go.
+        let err = adapt::pack::write_webdataset(&source, &out, &o, &|_| {}).unwrap_err();
+        assert!(err.to_string().contains("--overwrite"), "{err}");
+        let bigger = adapt::pack::WebDatasetOut {
+            shard_size: 1000,
+            overwrite: true,
+            ..o
+        };
+        let one = adapt::pack::write_webdataset(&source, &out, &bigger, &|_| {}).unwrap();
+        assert_eq!(one.len(), 1);
+        let left = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(left, 1, "{kind}: only the new shard is left");
+        assert_eq!(
+            samples_of(&DatasetSpec::new("webdataset", &out)).len(),
+            want.len()
+        );
+    }
+}
