@@ -176,23 +176,7 @@ impl Inner {
                 Some(Slot::Fetching(p)) => Arc::clone(p),
                 Some(Slot::Ready(f)) => {
                     let f = Arc::clone(f);
-                    let e = st.entries.get(name)?;
-                    let (bytes, xxh3, whole) = (e.bytes, e.xxh3.clone(), Arc::clone(&e.whole));
-                    let touch = e.touched.is_none_or(|t| t.elapsed() > TOUCH_EVERY);
-                    if touch && let Some(e) = st.entries.get_mut(name) {
-                        e.touched = Some(std::time::Instant::now());
-                    }
-                    drop(st);
-                    if touch {
-                        // Its last use, for every process's eviction order.
-                        let _ = f.set_modified(std::time::SystemTime::now());
-                    }
-                    let ok = *whole.get_or_init(|| check_whole(&f, bytes, xxh3.as_deref()).is_ok());
-                    if !ok {
-                        self.drop_damaged(name, &whole);
-                        return None;
-                    }
-                    return Some(FileExt::read_exact_at(&*f, buf, offset));
+                    return self.read_cached(st, name, f, buf, offset);
                 }
                 _ => return None,
             };
@@ -213,6 +197,41 @@ impl Inner {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// Reads a cached shard's file `f` (its entry locked in `st`): checked
+    /// whole on its first read here; every [`TOUCH_EVERY`] marked used for
+    /// every process's eviction order, and given up when another process
+    /// evicted it (its name gone or another file's: `None`, the caller asks
+    /// the store, and the shard is fetched or taken from the folder again).
+    fn read_cached(
+        &self,
+        mut st: std::sync::MutexGuard<'_, State>,
+        name: &str,
+        f: Arc<File>,
+        buf: &mut [u8],
+        offset: u64,
+    ) -> Option<std::io::Result<()>> {
+        let e = st.entries.get_mut(name)?;
+        let (bytes, xxh3, whole) = (e.bytes, e.xxh3.clone(), Arc::clone(&e.whole));
+        let touch = e.touched.is_none_or(|t| t.elapsed() > TOUCH_EVERY);
+        if touch {
+            if !still_named(&f, &self.dir.join(name)) {
+                e.slot = Slot::Absent;
+                return None;
+            }
+            e.touched = Some(std::time::Instant::now());
+        }
+        drop(st);
+        if touch {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+        let ok = *whole.get_or_init(|| check_whole(&f, bytes, xxh3.as_deref()).is_ok());
+        if !ok {
+            self.drop_damaged(name, &whole);
+            return None;
+        }
+        Some(FileExt::read_exact_at(&*f, buf, offset))
     }
 
     /// Marks `name` as being fetched, reserves its bytes in the folder
@@ -291,6 +310,7 @@ impl Inner {
         };
         e.slot = Slot::Ready(Arc::new(f));
         e.whole = Arc::new(OnceLock::new());
+        e.touched = None;
         true
     }
 
@@ -316,6 +336,7 @@ impl Inner {
                 Ok(f) => {
                     e.slot = Slot::Ready(f);
                     e.whole = Arc::new(OnceLock::from(true));
+                    e.touched = None;
                 }
                 // Reads fall back to range requests, which report the error
                 // with the shard's name if the store is really gone.
@@ -388,6 +409,16 @@ impl Inner {
                 Err(e)
             }
         }
+    }
+}
+
+/// Whether `path` still names the open file `f` (not removed, nor
+/// replaced by another file).
+fn still_named(f: &File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 

@@ -159,3 +159,33 @@ fn a_damaged_cached_shard_is_fetched_again_and_a_dead_fetch_is_never_read() {
         );
     }
 }
+
+#[test]
+fn a_rank_lets_go_of_shards_another_evicted_and_caches_them_again() {
+    let t = tempfile::tempdir().unwrap();
+    let (server, want, _) = setup(t.path());
+    let (storage, pack) = rank(&server.options(&t.path().join("cache")));
+    let dir = storage.cache_dir().to_owned();
+    let mut l = loader(&pack, 2, true);
+    assert!(epoch_bytes(&mut l, 0).unwrap() == want[0]);
+    let names: Vec<String> = pack
+        .manifest()
+        .shards
+        .iter()
+        .map(|s| s.file.clone())
+        .collect();
+    // Another process evicts every shard; this one, reading its cache,
+    // notices within the touch interval (10 s) rather than holding the
+    // removed files' space for as long as it runs.
+    for n in &names {
+        std::fs::remove_file(dir.join(n)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(10_500));
+    assert!(epoch_bytes(&mut l, 1).unwrap() == want[1]);
+    drop(l);
+    drop(pack);
+    drop(storage);
+    for n in &names {
+        assert!(dir.join(n).exists(), "{n} fetched into the folder again");
+    }
+}
