@@ -79,9 +79,15 @@ fn needs_soak(args: &[String]) -> bool {
     args.first().is_some_and(|v| v == "soak")
 }
 
-/// Whether a command names an object store (`s3://…`).
+/// Whether a command names an object store: `s3://…` anywhere, or an
+/// argument that is an `https://…`/`http://…` URL (`--path URL`,
+/// `--path=URL`; not one inside a `--command`'s text).
 fn needs_s3(args: &[String]) -> bool {
-    args.iter().any(|a| a.contains("s3://"))
+    let url = |a: &str| {
+        let value = a.split_once('=').map_or(a, |(_, v)| v);
+        value.starts_with("https://") || value.starts_with("http://")
+    };
+    args.iter().any(|a| a.contains("s3://") || url(a))
 }
 
 /// Whether a command reads or writes Parquet: `--dataset parquet` (or
@@ -124,6 +130,16 @@ mod tests {
         assert!(super::needs_s3(&args(&["pack", "--out", "s3://b/p"])));
         assert!(super::needs_s3(&args(&["load", "--path=s3://b/p"])));
         assert!(!super::needs_s3(&args(&["tune", "--path", "datasets/s3"])));
+        assert!(super::needs_s3(&args(&["load", "--path", "https://h/p"])));
+        assert!(super::needs_s3(&args(&[
+            "load",
+            "--path=http://127.0.0.1:8/p"
+        ])));
+        assert!(!super::needs_s3(&args(&[
+            "tune",
+            "--command",
+            "curl https://h/x"
+        ])));
     }
 
     #[test]

@@ -43,9 +43,9 @@ pub enum PipelineError {
         /// The reader's or the step's error (downcastable).
         source: adapt_dataset::Error,
     },
-    /// An `s3://` path in a build without the S3 client.
+    /// An `s3://` or `https://` path in a build without the client.
     #[error(
-        "{0}: this build of adapt has no S3 client (the `s3` feature; `cargo xtask` turns it on by itself for an s3:// path)"
+        "{0}: this build of adapt has no object-store client (the `s3` feature, for s3:// and https://; `cargo xtask` turns it on by itself for such a path)"
     )]
     NoS3(String),
     /// A serialised pipeline that cannot be read.

@@ -8,54 +8,113 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// `s3://bucket/prefix`, parsed.
+/// The store a [`RemoteUrl`] is in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// An S3 bucket (or an S3-compatible store's).
+    S3 {
+        /// The bucket.
+        bucket: String,
+    },
+    /// A plain HTTP(S) server answering GET with `Range` (a CDN, the
+    /// Hugging Face Hub, nginx): read-only.
+    Http {
+        /// `https://host[:port]` (or `http://`), no trailing `/`.
+        origin: String,
+    },
+}
+
+/// `s3://bucket/prefix` or `https://host/prefix`, parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteUrl {
-    /// The bucket.
-    pub bucket: String,
-    /// The key prefix (no leading or trailing `/`; may be empty).
+    /// Where the objects are.
+    pub store: StoreKind,
+    /// The key prefix, or the URL's path (no leading or trailing `/`; may
+    /// be empty). An HTTP path is kept as written, percent-escapes and
+    /// all (`resolve/refs%2Fconvert%2Fparquet`).
     pub prefix: String,
 }
 
 impl RemoteUrl {
-    /// Parses `s3://bucket[/prefix]`.
+    /// Parses `s3://bucket[/prefix]` or `http(s)://host[:port][/path]`.
     pub fn parse(url: &str) -> Result<Self, RemoteError> {
         let bad = |m: &str| RemoteError::Config {
             url: url.to_owned(),
             message: m.to_owned(),
         };
-        let rest = url
-            .strip_prefix("s3://")
-            .ok_or_else(|| bad("expected s3://bucket/prefix"))?;
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if bucket.is_empty()
-            || !bucket
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        {
-            return Err(bad(
-                "the bucket name must be lowercase letters, digits, '-' or '.'",
-            ));
-        }
+        let (store, prefix) = if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty()
+                || !bucket
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            {
+                return Err(bad(
+                    "the bucket name must be lowercase letters, digits, '-' or '.'",
+                ));
+            }
+            let bucket = bucket.to_owned();
+            (StoreKind::S3 { bucket }, prefix)
+        } else if let Some((scheme, rest)) = http_scheme(url) {
+            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if host.is_empty() || host.contains('@') {
+                return Err(bad(
+                    "expected http(s)://host[:port]/path (no user in the URL)",
+                ));
+            }
+            if path.contains(['?', '#']) {
+                return Err(bad(
+                    "a pack's URL is a folder: no query or fragment (signed URLs name \
+                     one object, not a pack's files)",
+                ));
+            }
+            let origin = format!("{scheme}://{host}");
+            (StoreKind::Http { origin }, path)
+        } else {
+            return Err(bad("expected s3://bucket/prefix or https://host/path"));
+        };
         let prefix = prefix.trim_matches('/');
         if prefix.split('/').any(|p| p == ".." || p == ".") || prefix.contains("//") {
             return Err(bad("the prefix may not hold '.', '..' or empty parts"));
         }
         Ok(Self {
-            bucket: bucket.to_owned(),
+            store,
             prefix: prefix.to_owned(),
         })
     }
 
-    /// The URL of file `name` under the prefix.
-    pub fn join(&self, name: &str) -> String {
-        match (self.prefix.is_empty(), name.is_empty()) {
-            (true, true) => format!("s3://{}", self.bucket),
-            (true, false) => format!("s3://{}/{name}", self.bucket),
-            (false, true) => format!("s3://{}/{}", self.bucket, self.prefix),
-            (false, false) => format!("s3://{}/{}/{name}", self.bucket, self.prefix),
+    /// The URL of the store's root: `s3://bucket` or the origin.
+    fn root(&self) -> String {
+        match &self.store {
+            StoreKind::S3 { bucket } => format!("s3://{bucket}"),
+            StoreKind::Http { origin } => origin.clone(),
         }
     }
+
+    /// The URL of file `name` under the prefix.
+    pub fn join(&self, name: &str) -> String {
+        let root = self.root();
+        match (self.prefix.is_empty(), name.is_empty()) {
+            (true, true) => root,
+            (true, false) => format!("{root}/{name}"),
+            (false, true) => format!("{root}/{}", self.prefix),
+            (false, false) => format!("{root}/{}/{name}", self.prefix),
+        }
+    }
+
+    /// Whether objects can be written there (S3 can; an HTTP server is
+    /// read from only).
+    pub fn writable(&self) -> bool {
+        matches!(self.store, StoreKind::S3 { .. })
+    }
+}
+
+/// `("https", rest)` for `https://rest`, the same for `http://`.
+fn http_scheme(url: &str) -> Option<(&'static str, &str)> {
+    if let Some(rest) = url.strip_prefix("https://") {
+        return Some(("https", rest));
+    }
+    url.strip_prefix("http://").map(|rest| ("http", rest))
 }
 
 /// The runtime every request runs on (two threads are plenty for I/O),
@@ -102,41 +161,12 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// A client for `url` with `options` (and the `AWS_*` variables for
-    /// whatever the options leave unset).
+    /// A client for `url` with `options` (and, for `s3://`, the `AWS_*`
+    /// variables for whatever the options leave unset).
     pub fn connect(url: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
         install_crypto();
         let parsed = RemoteUrl::parse(url)?;
         let rt = runtime(url)?;
-        let mut b = AmazonS3Builder::from_env().with_bucket_name(&parsed.bucket);
-        if let Some(e) = &options.endpoint {
-            b = b.with_endpoint(e);
-        }
-        let endpoint = options
-            .endpoint
-            .clone()
-            .or_else(|| std::env::var("AWS_ENDPOINT").ok())
-            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-        let mut client = ClientOptions::new()
-            .with_timeout(options.request_timeout)
-            .with_connect_timeout(Duration::from_secs(5));
-        if std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true") {
-            client = client.with_allow_http(true);
-        }
-        if let Some(e) = endpoint {
-            // A custom endpoint is an S3-compatible server: path-style
-            // requests, and plain HTTP when its URL says so.
-            b = b.with_virtual_hosted_style_request(false);
-            if e.starts_with("http://") {
-                client = client.with_allow_http(true);
-            }
-        }
-        if let Some(r) = &options.region {
-            b = b.with_region(r);
-        }
-        if let Some((k, s)) = &options.credentials {
-            b = b.with_access_key_id(k).with_secret_access_key(s);
-        }
         let retry = RetryConfig {
             backoff: BackoffConfig {
                 init_backoff: Duration::from_millis(100),
@@ -146,25 +176,44 @@ impl Remote {
             max_retries: options.retries,
             retry_timeout: options.retry_timeout,
         };
-        let store = b
-            .with_retry(retry)
-            .with_client_options(client)
-            .build()
-            .map_err(|e| RemoteError::Config {
-                url: url.to_owned(),
-                message: e.to_string(),
-            })?;
+        let client = ClientOptions::new()
+            .with_timeout(options.request_timeout)
+            .with_connect_timeout(Duration::from_secs(5));
+        let built = match &parsed.store {
+            StoreKind::S3 { bucket } => s3_store(bucket, options, client, retry),
+            StoreKind::Http { origin } => http_store(&parsed.join(""), origin, client, retry),
+        };
+        let store = built.map_err(|e| RemoteError::Config {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?;
         Ok(Self {
-            store: Arc::new(store),
+            store,
             url: parsed,
             rt,
             retries: options.retries,
         })
     }
 
-    /// The object key of file `name`.
+    /// A client for writing at `url`: refused for an HTTP server, which is
+    /// read from only.
+    pub fn connect_writable(url: &str, options: &RemoteOptions) -> Result<Self, RemoteError> {
+        let r = Self::connect(url, options)?;
+        if !r.url.writable() {
+            return Err(RemoteError::Config {
+                url: url.to_owned(),
+                message: "packs are read from HTTP(S) servers, not written to them: publish \
+                          to s3://… (or a folder), then serve that"
+                    .into(),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The object key of file `name` (on an HTTP server the prefix is in
+    /// the store's base URL already).
     pub(crate) fn key(&self, name: &str) -> ObjPath {
-        if self.url.prefix.is_empty() {
+        if self.url.prefix.is_empty() || !self.url.writable() {
             ObjPath::from(name)
         } else {
             ObjPath::from(format!("{}/{name}", self.url.prefix))
@@ -238,14 +287,94 @@ impl Remote {
     }
 }
 
+/// The S3 client for `bucket`.
+fn s3_store(
+    bucket: &str,
+    options: &RemoteOptions,
+    mut client: ClientOptions,
+    retry: RetryConfig,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+    if let Some(e) = &options.endpoint {
+        b = b.with_endpoint(e);
+    }
+    let endpoint = options
+        .endpoint
+        .clone()
+        .or_else(|| std::env::var("AWS_ENDPOINT").ok())
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+    if std::env::var("AWS_ALLOW_HTTP").is_ok_and(|v| v == "true") {
+        client = client.with_allow_http(true);
+    }
+    if let Some(e) = endpoint {
+        // A custom endpoint is an S3-compatible server: path-style
+        // requests, and plain HTTP when its URL says so.
+        b = b.with_virtual_hosted_style_request(false);
+        if e.starts_with("http://") {
+            client = client.with_allow_http(true);
+        }
+    }
+    if let Some(r) = &options.region {
+        b = b.with_region(r);
+    }
+    if let Some((k, s)) = &options.credentials {
+        b = b.with_access_key_id(k).with_secret_access_key(s);
+    }
+    let store = b.with_retry(retry).with_client_options(client).build()?;
+    Ok(Arc::new(store))
+}
+
+/// The HTTP client for the folder at `base` on `origin`: GET with `Range`
+/// and HEAD, redirects followed (the Hub answers with one to its CDN), a
+/// bearer token from `ADAPT_HTTP_TOKEN` (or `HF_TOKEN` for the Hub) sent
+/// with each request (reqwest drops it on a redirect to another host).
+fn http_store(
+    base: &str,
+    origin: &str,
+    mut client: ClientOptions,
+    retry: RetryConfig,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    if origin.starts_with("http://") {
+        client = client.with_allow_http(true);
+    }
+    let hub = origin == "https://huggingface.co";
+    let token = std::env::var("ADAPT_HTTP_TOKEN")
+        .ok()
+        .or_else(|| hub.then(|| std::env::var("HF_TOKEN").ok()).flatten())
+        .filter(|t| !t.is_empty());
+    if let Some(t) = token {
+        let mut headers = reqwest::header::HeaderMap::new();
+        let value =
+            reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).map_err(|e| {
+                object_store::Error::Generic {
+                    store: "HTTP",
+                    source: format!("the token is not a header value: {e}").into(),
+                }
+            })?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+        client = client.with_default_headers(headers);
+    }
+    let store = object_store::http::HttpBuilder::new()
+        .with_url(base)
+        .with_retry(retry)
+        .with_client_options(client)
+        .build()?;
+    Ok(Arc::new(store))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::RemoteUrl;
+    use super::{RemoteUrl, StoreKind};
 
     #[test]
     fn urls_parse_and_join() {
         let u = RemoteUrl::parse("s3://data/packs/cifar/").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(u.bucket, "data");
+        assert_eq!(
+            u.store,
+            StoreKind::S3 {
+                bucket: "data".into()
+            }
+        );
         assert_eq!(u.prefix, "packs/cifar");
         assert_eq!(
             u.join("manifest.json"),
@@ -253,8 +382,29 @@ mod tests {
         );
         let b = RemoteUrl::parse("s3://data").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(b.join("x"), "s3://data/x");
+        let h = RemoteUrl::parse(
+            "https://huggingface.co/datasets/x/resolve/refs%2Fconvert%2Fparquet/default/",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            h.store,
+            StoreKind::Http {
+                origin: "https://huggingface.co".into()
+            }
+        );
+        assert_eq!(
+            h.join("0000.parquet"),
+            "https://huggingface.co/datasets/x/resolve/refs%2Fconvert%2Fparquet/default/0000.parquet"
+        );
+        assert!(!h.writable());
+        let local = RemoteUrl::parse("http://127.0.0.1:8080").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(local.join("m"), "http://127.0.0.1:8080/m");
         for bad in [
-            "http://x/y",
+            "ftp://x/y",
+            "https://",
+            "https://u:p@h/x",
+            "https://h/x?sig=1",
+            "https://h/a/../b",
             "s3://",
             "s3://UP/x",
             "s3://b/../x",

@@ -5,7 +5,8 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemoteError {
-    /// Not an `s3://bucket/prefix` URL, or an option the store refused.
+    /// Not an `s3://bucket/prefix` or `https://host/path` URL, a write to
+    /// an HTTP server, or an option the store refused.
     #[error("{url}: {message}")]
     Config {
         /// The URL.

@@ -1,10 +1,13 @@
-//! Packs in object storage: `s3://bucket/prefix` read as a pack (frames by
-//! range request, whole shards fetched ahead of a stream into a bounded
-//! on-disk cache), packs published there (shards first, the manifest
-//! last, resumable), and checked there. Any S3-compatible endpoint, through
-//! the `object_store` crate; endpoint, region and credentials from the
-//! standard `AWS_*` variables or [`RemoteOptions`]. The client is the `s3`
-//! feature; without it the crate holds its options and names only.
+//! Packs in object storage: `s3://bucket/prefix` or `https://host/path`
+//! read as a pack (frames by range request, whole shards fetched ahead of
+//! a stream into a bounded on-disk cache), packs published to S3 (shards
+//! first, the manifest last, resumable), and checked in either. Any
+//! S3-compatible endpoint, or any HTTP(S) server that answers `Range`
+//! requests, through the `object_store` crate; endpoint, region and
+//! credentials from the standard `AWS_*` variables or [`RemoteOptions`],
+//! an HTTP bearer token from `ADAPT_HTTP_TOKEN` (`HF_TOKEN` for the Hub).
+//! The client is the `s3` feature; without it the crate holds its options
+//! and names only.
 //!
 //! Not for the pack format (`adapt-pack`) or for other data layouts: only
 //! packs go to and come from object storage. The calls block (a small
@@ -28,7 +31,7 @@ mod upload;
 mod upload_report;
 
 #[cfg(feature = "s3")]
-pub use client::{Remote, RemoteUrl};
+pub use client::{Remote, RemoteUrl, StoreKind};
 pub use error::RemoteError;
 pub use options::{
     RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes, set_default_options,
@@ -44,7 +47,7 @@ use adapt_pack::{PackDataset, PackError, VerifyReport};
 #[cfg(feature = "s3")]
 use std::sync::Arc;
 
-/// Opens the pack at `url` (`s3://bucket/prefix`).
+/// Opens the pack at `url` (`s3://bucket/prefix` or `https://host/path`).
 #[cfg(feature = "s3")]
 pub fn open_pack(url: &str, options: &RemoteOptions) -> Result<PackDataset, PackError> {
     let storage = RemoteStorage::connect(url, options)?;

@@ -1,4 +1,4 @@
-//! Where `s3://` packs are and how much of them to keep locally: endpoint,
+//! Where `s3://` and `https://` packs are and how much of them to keep locally: endpoint,
 //! region, credentials, cache; and the one size grammar.
 
 use std::path::PathBuf;
@@ -117,14 +117,17 @@ fn default_cache_dir() -> PathBuf {
     }
 }
 
-/// Whether `path` names an object in a store (`s3://…`) rather than a
-/// local file.
+/// Whether `path` names an object in a store (`s3://…`, `https://…`,
+/// `http://…`) rather than a local file.
 pub fn is_remote(path: &str) -> bool {
-    path.starts_with("s3://")
+    ["s3://", "https://", "http://"]
+        .iter()
+        .any(|p| path.starts_with(p))
 }
 
-/// Whether this build has the S3 client (the `s3` feature); without it,
-/// opening or writing `s3://…` is an error that says so.
+/// Whether this build has the object-store client (the `s3` feature, which
+/// holds the HTTP(S) client too); without it, opening or writing `s3://…`
+/// or `https://…` is an error that says so.
 pub const S3_ENABLED: bool = cfg!(feature = "s3");
 
 static DEFAULT: RwLock<Option<RemoteOptions>> = RwLock::new(None);

@@ -1,10 +1,15 @@
-//! A real S3 server for tests and benchmarks: `s3s-fs` (an S3
+//! Real object servers for tests and benchmarks — S3, and plain HTTP in
+//! [`HttpServer`]. The S3 server is `s3s-fs` (an S3
 //! implementation over a folder) served on 127.0.0.1, with switches for
 //! the faults a loader must survive — stopped, restarted on the same port,
 //! slow, failing writes, and [`Fault`]s injected into reads (error
 //! statuses, connections cut mid-body, short bodies, wrong lengths,
 //! stalls). Not a mock of this crate's client: requests go over HTTP,
 //! signed, to a server that stores objects as files.
+
+mod http_server;
+
+pub use http_server::HttpServer;
 
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -196,25 +201,12 @@ impl S3Server {
     /// Injects `fault` into every `every`-th GET request from now on, at
     /// most `times` times (`None`: until [`Self::clear_faults`]).
     pub fn inject(&self, fault: Fault, every: usize, times: Option<usize>) {
-        *self
-            .shared
-            .injection
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(Injection {
-            fault,
-            every: every.max(1),
-            left: times,
-            seen: 0,
-        });
+        self.shared.inject(fault, every, times);
     }
 
     /// Stops injecting faults.
     pub fn clear_faults(&self) {
-        *self
-            .shared
-            .injection
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+        self.shared.clear_faults();
     }
 
     /// Faults injected so far.
@@ -250,6 +242,19 @@ impl Drop for S3Server {
 }
 
 impl Shared {
+    fn inject(&self, fault: Fault, every: usize, times: Option<usize>) {
+        *self.injection.lock().unwrap_or_else(|p| p.into_inner()) = Some(Injection {
+            fault,
+            every: every.max(1),
+            left: times,
+            seen: 0,
+        });
+    }
+
+    fn clear_faults(&self) {
+        *self.injection.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// The fault for the GET request being served, if it gets one.
     fn next_fault(&self) -> Option<Fault> {
         let mut inj = self.injection.lock().unwrap_or_else(|p| p.into_inner());
@@ -281,6 +286,20 @@ impl futures::Stream for Pieces {
 
 impl s3s::stream::ByteStream for Pieces {}
 
+/// The pieces of a body `whole` damaged as `fault` says, and the
+/// `Content-Length` to announce for them.
+fn damage(whole: bytes::Bytes, fault: Fault) -> (usize, Vec<Result<bytes::Bytes, s3s::StdError>>) {
+    let half = whole.slice(..whole.len() / 2);
+    match fault {
+        Fault::Reset => (
+            whole.len(),
+            vec![Ok(half), Err("connection cut by the test server".into())],
+        ),
+        Fault::ShortBody => (half.len(), vec![Ok(half)]),
+        _ => (whole.len() + 100, vec![Ok(whole)]),
+    }
+}
+
 /// `resp` with its body (read whole) damaged as `fault` says.
 async fn damaged(
     resp: Response<s3s::Body>,
@@ -292,16 +311,7 @@ async fn damaged(
     while let Some(piece) = body.next().await {
         whole.extend_from_slice(&piece.map_err(s3s::HttpError::new)?);
     }
-    let whole = bytes::Bytes::from(whole);
-    let half = whole.slice(..whole.len() / 2);
-    let (length, pieces): (usize, Vec<Result<bytes::Bytes, s3s::StdError>>) = match fault {
-        Fault::Reset => (
-            whole.len(),
-            vec![Ok(half), Err("connection cut by the test server".into())],
-        ),
-        Fault::ShortBody => (half.len(), vec![Ok(half)]),
-        _ => (whole.len() + 100, vec![Ok(whole)]),
-    };
+    let (length, pieces) = damage(whole.into(), fault);
     parts.headers.insert(
         http::header::CONTENT_LENGTH,
         http::HeaderValue::from(length),

@@ -27,7 +27,7 @@ pub fn upload_pack(
     progress: &dyn Fn(u64),
 ) -> Result<UploadReport, RemoteError> {
     let m = Manifest::load(local)?;
-    let remote = Remote::connect(url, options)?;
+    let remote = Remote::connect_writable(url, options)?;
     let old = existing(&remote, &m, overwrite)?;
     let mut report = UploadReport::default();
     for s in &m.shards {
@@ -74,7 +74,7 @@ pub fn publish(
     ));
     // Refuse early, before packing, when the destination holds a pack
     // that would not be replaced.
-    let remote = Remote::connect(url, options)?;
+    let remote = Remote::connect_writable(url, options)?;
     if !pack.overwrite
         && let Some(there) = remote_manifest(&remote)?
         && there.source_digest != Some(format!("{:016x}", adapt_pack::source_digest(ds)?))

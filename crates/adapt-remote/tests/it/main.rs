@@ -1,11 +1,13 @@
 //! Packs published to, read from and checked in a real S3 server
 //! (`s3s-fs` on 127.0.0.1, started by each test), with the server stopped,
-//! restarted, slowed and failing, under the faults of [`faults`], and with one cache folder
-//! shared by several ranks ([`shared_cache`]).
+//! restarted, slowed and failing, under the faults of [`faults`], and with
+//! one cache folder shared by several ranks ([`shared_cache`]); packs read
+//! from a plain HTTP server ([`http`]).
 
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
 
 mod faults;
+mod http;
 mod shared_cache;
 
 use adapt_dataset::Dataset;

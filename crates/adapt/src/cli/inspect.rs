@@ -15,7 +15,7 @@ pub(crate) struct DatasetArgs {
     #[arg(long)]
     dataset: String,
     /// The folder holding the format's files (a pack may be
-    /// s3://bucket/prefix; WebDataset shards or Parquet files a folder,
+    /// s3://bucket/prefix or https://host/path; WebDataset shards or Parquet files a folder,
     /// `a.tar::b.tar` or `shards-{000000..000099}.tar`).
     #[arg(long)]
     path: PathBuf,

@@ -10,8 +10,8 @@ use std::time::Instant;
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Check every checksum and count of this pack (a folder or
-    /// s3://bucket/prefix) and name any damage; with --dataset and --path,
+    /// Check every checksum and count of this pack (a folder,
+    /// s3://bucket/prefix or https://host/path) and name any damage; with --dataset and --path,
     /// also check that the source still holds the content it was made from.
     #[arg(long, conflicts_with = "out")]
     verify: Option<PathBuf>,

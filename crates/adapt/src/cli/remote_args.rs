@@ -4,7 +4,7 @@ use crate::RemoteOptions;
 use anyhow::Context;
 use std::path::PathBuf;
 
-/// Where `s3://` packs are and how much of them to keep locally; unset
+/// Where `s3://` and `https://` packs are and how much of them to keep locally; unset
 /// values come from the `AWS_*` and `ADAPT_CACHE_*` variables.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct RemoteArgs {
@@ -29,7 +29,7 @@ pub(crate) struct RemoteArgs {
 
 impl RemoteArgs {
     /// The options these flags give, made the process default (a pipeline
-    /// opening `s3://…` uses them).
+    /// opening `s3://…` or `https://…` uses them).
     pub(crate) fn install(&self) -> anyhow::Result<RemoteOptions> {
         let mut o = RemoteOptions::from_env();
         if let Some(e) = &self.s3_endpoint {

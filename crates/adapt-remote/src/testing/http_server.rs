@@ -1,0 +1,168 @@
+//! A real HTTP file server for tests and benchmarks: tower-http's
+//! `ServeDir` (GET with `Range`, HEAD, 404s, as nginx or a CDN answers)
+//! over a folder on 127.0.0.1, with the same [`Fault`]s as the S3 server
+//! injected into GET answers. Not a mock of this crate's client: requests
+//! go over HTTP to a server that reads the files.
+
+use super::{Fault, Shared, damage};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, StreamBody, combinators::UnsyncBoxBody};
+use hyper::body::{Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use tower_http::services::ServeDir;
+
+type Body = UnsyncBoxBody<Bytes, s3s::StdError>;
+
+/// A running HTTP server over a folder; stopped when dropped.
+pub struct HttpServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    rt: tokio::runtime::Runtime,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl HttpServer {
+    /// Serves the files under `root` on a free port of 127.0.0.1
+    /// (`root/a/b` is `http://127.0.0.1:PORT/a/b`).
+    pub fn start(root: &Path) -> std::io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("http-test-server")
+            .enable_all()
+            .build()?;
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        let files = ServeDir::new(root);
+        let task = rt.spawn(serve(listener, files, Arc::clone(&shared)));
+        Ok(Self {
+            addr,
+            shared,
+            rt,
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Injects `fault` into every `every`-th GET request from now on, at
+    /// most `times` times (`None`: until [`Self::clear_faults`]).
+    pub fn inject(&self, fault: Fault, every: usize, times: Option<usize>) {
+        self.shared.inject(fault, every, times);
+    }
+
+    /// Stops injecting faults.
+    pub fn clear_faults(&self) {
+        self.shared.clear_faults();
+    }
+
+    /// Faults injected so far.
+    pub fn faults_injected(&self) -> usize {
+        self.shared.injected.load(Ordering::Relaxed)
+    }
+
+    /// GET requests served so far.
+    pub fn gets(&self) -> usize {
+        self.shared.gets.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of GET response bodies (as their `Content-Length` said).
+    pub fn bytes_out(&self) -> u64 {
+        self.shared.bytes_out.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+            let _ = self.rt.block_on(t);
+        }
+    }
+}
+
+/// Accepts connections until aborted (which drops, so aborts, them all).
+async fn serve(listener: tokio::net::TcpListener, files: ServeDir, shared: Arc<Shared>) {
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        let Ok((socket, _)) = listener.accept().await else {
+            continue;
+        };
+        let files = files.clone();
+        let shared = Arc::clone(&shared);
+        conns.spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let files = files.clone();
+                let shared = Arc::clone(&shared);
+                async move { handle(files, &shared, req).await }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(socket), svc)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    mut files: ServeDir,
+    shared: &Shared,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::io::Error> {
+    let is_get = req.method() == http::Method::GET;
+    let fault = if is_get {
+        shared.gets.fetch_add(1, Ordering::Relaxed);
+        shared.next_fault()
+    } else {
+        shared.other.fetch_add(1, Ordering::Relaxed);
+        None
+    };
+    match fault {
+        Some(Fault::Status(code)) => {
+            let empty = http_body_util::Empty::new()
+                .map_err(|e: std::convert::Infallible| -> s3s::StdError { match e {} })
+                .boxed_unsync();
+            let status = StatusCode::from_u16(code).map_err(std::io::Error::other)?;
+            return Response::builder()
+                .status(status)
+                .body(empty)
+                .map_err(std::io::Error::other);
+        }
+        Some(Fault::Stall(d)) => tokio::time::sleep(d).await,
+        _ => {}
+    }
+    let resp = files.try_call(req).await?;
+    let (mut parts, body) = resp.into_parts();
+    let body: Body = match fault {
+        Some(f @ (Fault::Reset | Fault::ShortBody | Fault::LongLength)) => {
+            let whole = body.collect().await?.to_bytes();
+            let (length, pieces) = damage(whole, f);
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                http::HeaderValue::from(length),
+            );
+            let frames = futures::stream::iter(pieces.into_iter().map(|p| p.map(Frame::data)));
+            StreamBody::new(frames).boxed_unsync()
+        }
+        _ => body
+            .map_err(|e| -> s3s::StdError { Box::new(e) })
+            .boxed_unsync(),
+    };
+    if is_get
+        && let Some(n) = parts
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+    {
+        shared.bytes_out.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(Response::from_parts(parts, body))
+}
