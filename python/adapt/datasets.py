@@ -287,9 +287,13 @@ def _file_list(urls, what, kind, split=None, ext=""):
             paths.extend(_split_files(u, split, what, ext))
             continue
         if "://" in u:
-            raise ValueError(f"{u}: {what}s are read from local files only so far (pack them with "
-                             f"`python -m adapt pack --dataset {kind}` to read them from object "
-                             "storage)")
+            if not u.startswith(("s3://", "https://", "http://")):
+                raise ValueError(f"{u}: {what}s are read from local files, s3:// or https://")
+            if "*" in u or "?" in u:
+                raise ValueError(f"{u}: globs are expanded on local disk only; name a store's "
+                                 "files with a brace pattern (train-{000000..000099}.tar)")
+            paths.append(u)
+            continue
         if "*" in u or "?" in u:
             found = sorted(glob.glob(u, recursive=True))
             if not found:
@@ -297,7 +301,7 @@ def _file_list(urls, what, kind, split=None, ext=""):
             paths.extend(found)
         else:
             paths.append(u)
-    return urls, "::".join(os.path.abspath(p) for p in paths)
+    return urls, "::".join(p if "://" in p else os.path.abspath(p) for p in paths)
 
 
 class _Files(_Spec):
@@ -343,9 +347,12 @@ class WebDataset(_Files):
     open (member offsets, as `wids`), so samples are read by random access:
     shuffling, exact resume and any world size work as for packs;
     `DataLoader(..., stream=N)` streams them instead, 64 shards at once
-    (each read in order), through a shuffle buffer of N samples. Local
-    files only, so far; gzipped
-    shards (`.tar.gz`) are not read. `split="train"` reads a folder's
+    (each read in order), through a shuffle buffer of N samples. Shards at
+    `s3://…` or `https://…` (named one by one or by a brace pattern) are
+    fetched once into the cache folder (`ADAPT_CACHE_DIR`, bounded by
+    `ADAPT_CACHE_BYTES`, shared by processes) and read from there, as
+    Hugging Face's `load_dataset` downloads. Gzipped shards (`.tar.gz`)
+    are not read. `split="train"` reads a folder's
     `train-*.tar` (or `data/train-*`, `train/*`, `*/train/*`).
     """
 
@@ -375,7 +382,10 @@ class Parquet(_Files):
     reading: a read decodes its row group's image column once into a
     bounded cache; `DataLoader(..., stream=N)` streams row groups instead,
     16 at once, through a shuffle buffer of N samples, which a shuffled
-    dataset larger than the cache needs. Local files only, so far.
+    dataset larger than the cache needs. Files at `s3://…` or `https://…`
+    (the Hub's `…/resolve/refs%2Fconvert%2Fparquet/…` URLs, one by one or
+    by a brace pattern; `HF_TOKEN` is sent to huggingface.co) are fetched
+    once into the cache folder, as for WebDataset.
     `split="test"` reads a folder's split as the Hub lays it out
     (`data/test-*.parquet`, `test-*`, `test/*`, or `refs/convert/parquet`'s
     `CONFIG/test/*.parquet`).

@@ -42,3 +42,34 @@ def jpegs(tmp_path_factory, xtask):
     subprocess.run([xtask, "gen", "--dataset", "imagefolder", "--count", "24", "--classes", "3",
                     "--size", "96x72", "--out", str(d)], check=True, capture_output=True)
     return d
+
+
+@pytest.fixture
+def http_folder(tmp_path, monkeypatch):
+    """`serve(folder)` -> its URL on Python's own `http.server` on
+    127.0.0.1 (which answers no Range: adapt fetches each file whole), with
+    a fresh cache folder; stopped after the test."""
+    import functools
+    import http.server
+    import threading
+
+    servers = []
+
+    def serve(folder):
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Quiet, directory=str(folder))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    monkeypatch.setenv("ADAPT_CACHE_DIR", str(tmp_path / "cache"))
+    yield serve
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -115,8 +115,8 @@ def test_bad_files_name_the_file_column_and_row(tmp_path):
     cut.write_bytes(path.read_bytes()[:-20])
     with pytest.raises(adapt.DataError, match=r"cut\.parquet: not a readable Parquet file"):
         len(adapt.datasets.Parquet(str(cut)))
-    with pytest.raises(ValueError, match="local files only"):
-        adapt.datasets.Parquet("https://huggingface.co/datasets/x/resolve/main/data/train-00000-of-00001.parquet")
+    with pytest.raises(ValueError, match="brace pattern"):
+        adapt.datasets.Parquet("https://huggingface.co/datasets/x/resolve/main/data/train-*.parquet")
     with pytest.raises(FileNotFoundError, match="no file matches"):
         adapt.datasets.Parquet(str(tmp_path / "none-*.parquet"))
 
@@ -157,3 +157,22 @@ def test_split_picks_a_splits_files_as_the_hub_lays_them_out(hub, tmp_path):
         adapt.datasets.Parquet(str(hub / "data" / "train-*.parquet"), split="train")
     with pytest.raises(TypeError, match="split must be"):
         adapt.datasets.Parquet(str(hub), split="a/b")
+
+
+def test_the_hubs_parquet_urls_are_fetched_and_read_as_local_files(hub, http_folder, tmp_path):
+    # The Hub's conversion URLs hold an escaped ref (`refs%2Fconvert%2Fparquet`);
+    # http.server unescapes it to folders, as the Hub resolves it to the ref.
+    site = tmp_path / "site"
+    files = site / "datasets" / "u" / "d" / "resolve" / "refs" / "convert" / "parquet" / "default" / "train"
+    files.mkdir(parents=True)
+    for n in range(3):
+        src = hub / "data" / f"train-{n:05d}-of-00003.parquet"
+        (files / f"{n:04d}.parquet").write_bytes(src.read_bytes())
+    url = http_folder(site) + "/datasets/u/d/resolve/refs%2Fconvert%2Fparquet/default/train/{0000..0002}.parquet"
+    remote = adapt.datasets.Parquet(url)
+    local = adapt.datasets.Parquet(str(hub / "data" / "train-*.parquet"))
+    assert len(remote) == len(local) == 35
+    assert remote.classes == local.classes
+    for i in range(35):
+        np.testing.assert_array_equal(remote[i][0], local[i][0])
+        assert remote[i][1] == local[i][1]

@@ -101,8 +101,8 @@ def test_damaged_shards_name_the_shard_and_member(shards, tmp_path):
     cut.write_bytes(data[:len(data) // 2 + 100])
     with pytest.raises(adapt.DataError, match=r"cut\.tar: member .*truncated"):
         len(adapt.datasets.WebDataset(str(cut)))
-    with pytest.raises(ValueError, match="local files only"):
-        adapt.datasets.WebDataset("s3://bucket/shards-{0..9}.tar")
+    with pytest.raises(ValueError, match="brace pattern"):
+        adapt.datasets.WebDataset("https://example.org/shards-*.tar")
     with pytest.raises(adapt.DataError, match="none-0.tar"):
         len(adapt.datasets.WebDataset(str(tmp_path / "none-{0..1}.tar")))
 
@@ -145,3 +145,23 @@ def test_split_picks_a_folders_shards(shards, tmp_path):
     assert len(train) + len(test) == 40 and len(test) > 0
     with pytest.raises(FileNotFoundError, match="no WebDataset shards of split 'val'"):
         adapt.datasets.WebDataset(str(tmp_path), split="val")
+
+
+@pytest.fixture
+def served(shards, http_folder):
+    return http_folder(shards)
+
+
+def test_shards_over_http_are_fetched_and_read_as_local_ones(shards, served):
+    local = adapt.datasets.WebDataset(str(shards / "train-{000000..000002}.tar"), image="png")
+    remote = adapt.datasets.WebDataset(served + "/train-{000000..000002}.tar", image="png")
+    assert len(remote) == 40
+    for i in range(40):
+        np.testing.assert_array_equal(remote[i][0], local[i][0])
+        assert remote[i][1] == local[i][1]
+    kw = dict(batch_size=8, shuffle=True, seed=5, transform="random_crop(8)", output="u8")
+    ours = [(x.tobytes(), y.tobytes()) for x, y in adapt.DataLoader(remote, num_workers=2, **kw)]
+    theirs = [(x.tobytes(), y.tobytes()) for x, y in adapt.DataLoader(local, **kw)]
+    assert ours == theirs
+    with pytest.raises(adapt.DataError, match="train-000009.tar"):
+        len(adapt.datasets.WebDataset(served + "/train-000009.tar"))

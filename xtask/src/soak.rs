@@ -311,8 +311,11 @@ impl Soak {
             knobs: k0,
             resume: mix.chance(40).then(|| (mix.below(batches) as usize, k1)),
             reconfigure: mix.chance(40).then(|| (mix.below(batches) as usize, k2)),
+            // At most `retries` (3) faults a burst: every fault of a burst
+            // can land on one request (its retries are the next requests
+            // while the other workers wait), tried retries + 1 times.
             burst: (remote && mix.chance(60))
-                .then(|| (fault, 2 + mix.below(4) as usize, 1 + mix.below(4) as usize)),
+                .then(|| (fault, 2 + mix.below(4) as usize, 1 + mix.below(3) as usize)),
             outage: (remote && mix.chance(15)).then(|| (fault, mix.below(4) as usize)),
         }
     }

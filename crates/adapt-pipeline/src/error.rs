@@ -30,6 +30,9 @@ pub enum PipelineError {
     /// A pack could not be opened (the error names shard and frame).
     #[error(transparent)]
     Pack(#[from] adapt_pack::PackError),
+    /// Files in a store could not be fetched (the error names the URL).
+    #[error(transparent)]
+    Remote(#[from] adapt_remote::RemoteError),
     /// An option that does not apply to this dataset (`--stream` on loose files).
     #[error("{0}")]
     Option(String),

@@ -268,8 +268,8 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     let remote = path.to_str().is_some_and(adapt_remote::is_remote);
     if remote && !kind.eq_ignore_ascii_case("pack") {
         return Err(PipelineError::Option(format!(
-            "{}: only packs are read from object storage (pack the source with `pack --out \
-             s3://…` and open it as --dataset pack)",
+            "{}: only packs, WebDataset shards and Parquet files are read from object \
+             storage (pack the source with `pack --out s3://…` and open it as --dataset pack)",
             path.display()
         )));
     }
@@ -314,19 +314,60 @@ pub fn open_dataset(kind: &str, path: &Path, split: Split) -> Result<OpenedDatas
     }
 }
 
-/// The file list in `path` as UTF-8, refused when remote (`what` names the
-/// format in the message).
-fn local_list<'a>(path: &'a Path, what: &str, kind: &str) -> Result<&'a str, PipelineError> {
+/// The files `path` names: a local list (`::`-separated, brace patterns,
+/// folders) left to the reader, or a list of `s3://…`/`https://…` files
+/// (brace patterns expanded here) fetched into the cache folder.
+enum FileList<'a> {
+    Local(&'a str),
+    Fetched(Vec<PathBuf>),
+}
+
+/// The file list in `path`; a remote one is fetched now (`what` names the
+/// files in messages).
+fn file_list<'a>(path: &'a Path, what: &str) -> Result<FileList<'a>, PipelineError> {
     let spec = path.to_str().ok_or_else(|| {
         PipelineError::Option(format!("{}: file list is not UTF-8", path.display()))
     })?;
-    if adapt_remote::is_remote(spec) {
+    let parts: Vec<&str> = spec.split("::").filter(|p| !p.is_empty()).collect();
+    let remote = parts.iter().filter(|p| adapt_remote::is_remote(p)).count();
+    if remote == 0 {
+        return Ok(FileList::Local(spec));
+    }
+    if remote < parts.len() {
         return Err(PipelineError::Option(format!(
-            "{spec}: {what} are read from local files only so far (pack them with \
-             `pack --dataset {kind}` to read them from object storage)"
+            "{spec}: {what} are either all local or all in a store (s3://, https://), not both"
         )));
     }
-    Ok(spec)
+    let mut urls = Vec::new();
+    for part in parts {
+        let expanded = adapt_formats::expand_braces(part, adapt_formats::MAX_SHARDS)
+            .map_err(|reason| PipelineError::Option(format!("{part}: {reason}")))?;
+        urls.extend(expanded);
+        if urls.len() > adapt_formats::MAX_SHARDS {
+            return Err(PipelineError::Option(format!(
+                "{spec}: more than {} files",
+                adapt_formats::MAX_SHARDS
+            )));
+        }
+    }
+    Ok(FileList::Fetched(fetch(&urls)?))
+}
+
+/// Local copies of the files at `urls`, with the process's options.
+#[cfg(feature = "s3")]
+fn fetch(urls: &[String]) -> Result<Vec<PathBuf>, PipelineError> {
+    Ok(adapt_remote::fetch_files(
+        urls,
+        &adapt_remote::default_options(),
+    )?)
+}
+
+/// Without the client: an error that says how to get it.
+#[cfg(not(feature = "s3"))]
+fn fetch(urls: &[String]) -> Result<Vec<PathBuf>, PipelineError> {
+    Err(PipelineError::NoS3(
+        urls.first().cloned().unwrap_or_default(),
+    ))
 }
 
 /// WebDataset shards (`path` as WebDataset's users write a shard list)
@@ -335,12 +376,14 @@ pub fn open_webdataset(
     path: &Path,
     members: &SampleFields,
 ) -> Result<OpenedDataset, PipelineError> {
-    let spec = local_list(path, "WebDataset shards", "webdataset")?;
     let options = WebDatasetOptions {
         image: members.image.clone(),
         label: members.label.clone(),
     };
-    let dataset = WebDataset::open(spec, &options)?;
+    let dataset = match file_list(path, "WebDataset shards")? {
+        FileList::Local(spec) => WebDataset::open(spec, &options)?,
+        FileList::Fetched(files) => WebDataset::open_shards(files, &options)?,
+    };
     Ok(OpenedDataset {
         shards: Some(Shards {
             ranges: dataset.shard_ranges(),
@@ -358,17 +401,23 @@ pub fn open_webdataset(
 /// groups are its shards; normalised with ImageNet's statistics.
 /// A build without the `parquet` feature refuses them, naming it.
 pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset, PipelineError> {
-    let spec = local_list(path, "Parquet files", "parquet")?;
     let options = ParquetOptions {
         image: columns.image.clone(),
         label: columns.label.clone(),
     };
-    read_parquet(spec, &options)
+    parquet_built(path)?;
+    read_parquet(file_list(path, "Parquet files")?, &options)
 }
 
 #[cfg(feature = "parquet")]
-fn read_parquet(spec: &str, options: &ParquetOptions) -> Result<OpenedDataset, PipelineError> {
-    let dataset = adapt_formats::Parquet::open(spec, options)?;
+fn read_parquet(
+    files: FileList<'_>,
+    options: &ParquetOptions,
+) -> Result<OpenedDataset, PipelineError> {
+    let dataset = match files {
+        FileList::Local(spec) => adapt_formats::Parquet::open(spec, options)?,
+        FileList::Fetched(paths) => adapt_formats::Parquet::open_files(paths, options)?,
+    };
     Ok(OpenedDataset {
         shards: Some(Shards {
             ranges: dataset.row_group_ranges(),
@@ -382,8 +431,20 @@ fn read_parquet(spec: &str, options: &ParquetOptions) -> Result<OpenedDataset, P
 }
 
 #[cfg(not(feature = "parquet"))]
-fn read_parquet(spec: &str, _: &ParquetOptions) -> Result<OpenedDataset, PipelineError> {
-    Err(FormatError::not_built_parquet(Path::new(spec)).into())
+fn read_parquet(files: FileList<'_>, _: &ParquetOptions) -> Result<OpenedDataset, PipelineError> {
+    let spec = match &files {
+        FileList::Local(spec) => PathBuf::from(spec),
+        FileList::Fetched(paths) => paths.first().cloned().unwrap_or_default(),
+    };
+    Err(FormatError::not_built_parquet(&spec).into())
+}
+
+/// Whether this build reads Parquet: checked before any file is fetched.
+fn parquet_built(path: &Path) -> Result<(), PipelineError> {
+    if adapt_formats::PARQUET_ENABLED {
+        return Ok(());
+    }
+    Err(FormatError::not_built_parquet(path).into())
 }
 
 /// `celeba/` and `digiface/` in `path`, concatenated: DigiFace1M's labels

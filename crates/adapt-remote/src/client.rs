@@ -245,14 +245,24 @@ impl Remote {
         name: &str,
         range: std::ops::Range<u64>,
     ) -> Result<bytes::Bytes, String> {
-        use object_store::ObjectStoreExt;
+        self.get_exact_of(name, range, None).await
+    }
+
+    /// [`Self::get_exact`] of the object's version `pinned` (its HEAD):
+    /// `If-Match` on its ETag, else `If-Unmodified-Since` its time, so a
+    /// file replaced mid-fetch is an error, not a mix of two versions.
+    pub(crate) async fn get_exact_of(
+        &self,
+        name: &str,
+        range: std::ops::Range<u64>,
+        pinned: Option<&object_store::ObjectMeta>,
+    ) -> Result<bytes::Bytes, String> {
         let key = self.key(name);
         let want = range.end - range.start;
         let mut backoff = Duration::from_millis(100);
         for attempt in 0..=self.retries {
-            let got = self
-                .store
-                .get_range(&key, range.clone())
+            let get = pinned_get(pinned, Some(range.clone()));
+            let got = async { self.store.get_opts(&key, get).await?.bytes().await }
                 .await
                 .map_err(|e| e.to_string())?;
             if got.len() as u64 == want {
@@ -284,6 +294,22 @@ impl Remote {
             }
         })
         .map_err(|e| self.store_error(name, e))
+    }
+}
+
+/// A GET of `range` (all of it: `None`) of the object's version `pinned`:
+/// `If-Match` on its ETag, else `If-Unmodified-Since` its time.
+pub(crate) fn pinned_get(
+    pinned: Option<&object_store::ObjectMeta>,
+    range: Option<std::ops::Range<u64>>,
+) -> object_store::GetOptions {
+    object_store::GetOptions {
+        range: range.map(object_store::GetRange::Bounded),
+        if_match: pinned.and_then(|m| m.e_tag.clone()),
+        if_unmodified_since: pinned
+            .filter(|m| m.e_tag.is_none())
+            .map(|m| m.last_modified),
+        ..object_store::GetOptions::default()
     }
 }
 

@@ -40,6 +40,15 @@ pub enum RemoteError {
         /// What is there.
         message: String,
     },
+    /// A file could not be fetched whole (after the configured retries):
+    /// the store's error, or answers shorter than asked for.
+    #[error("{url}: {message}")]
+    Fetch {
+        /// The file's URL.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The local pack could not be read.
     #[error(transparent)]
     Pack(#[from] adapt_pack::PackError),

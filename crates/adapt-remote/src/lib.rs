@@ -20,6 +20,8 @@ mod cache;
 mod client;
 mod error;
 #[cfg(feature = "s3")]
+mod files;
+#[cfg(feature = "s3")]
 mod folder;
 mod options;
 #[cfg(feature = "s3")]
@@ -33,6 +35,8 @@ mod upload_report;
 #[cfg(feature = "s3")]
 pub use client::{Remote, RemoteUrl, StoreKind};
 pub use error::RemoteError;
+#[cfg(feature = "s3")]
+pub use files::fetch_files;
 pub use options::{
     RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes, set_default_options,
 };

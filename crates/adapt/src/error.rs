@@ -91,6 +91,8 @@ fn pipeline_kind(e: &adapt_pipeline::PipelineError) -> ErrorKind {
     match e {
         P::Format(_) | P::MissingPath(_) | P::NoS3(_) => ErrorKind::Data,
         P::Pack(p) => pack_kind(p),
+        P::Remote(adapt_remote::RemoteError::Config { .. }) => ErrorKind::Config,
+        P::Remote(_) => ErrorKind::Data,
         P::Sample { .. } => ErrorKind::Sample,
         _ => ErrorKind::Config,
     }

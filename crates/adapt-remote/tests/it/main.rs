@@ -2,11 +2,13 @@
 //! (`s3s-fs` on 127.0.0.1, started by each test), with the server stopped,
 //! restarted, slowed and failing, under the faults of [`faults`], and with
 //! one cache folder shared by several ranks ([`shared_cache`]); packs read
-//! from a plain HTTP server ([`http`]).
+//! from a plain HTTP server ([`http`]); whole files (WebDataset tars) fetched
+//! into the cache folder ([`files`]).
 
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
 
 mod faults;
+mod files;
 mod http;
 mod shared_cache;
 
