@@ -25,6 +25,18 @@ pub enum Error {
         /// Bytes present.
         got: usize,
     },
+    /// A sample whose shape after the steps is not the batch's (collation
+    /// stacks samples of one shape, as torch's `default_collate` does).
+    #[error(
+        "the sample comes out {got}, the batch's samples {expected}: samples batch together \
+         only at one size (end the steps with a fixed size, e.g. resize(N),center_crop(N))"
+    )]
+    SizeDiffers {
+        /// The sample's shape after the steps.
+        got: Shape,
+        /// The batch's sample shape.
+        expected: Shape,
+    },
     /// A crop box that does not lie inside the image.
     #[error(
         "crop box (left {left}, top {top}, right {right}, bottom {bottom}) does not fit a {width}x{height} image"

@@ -49,10 +49,9 @@ pub fn collate_sample(
 ) -> Result<i64, Error> {
     let shape = geometry.map_or(view.shape, |g| g.output_shape(view.shape));
     if shape != expected {
-        return Err(Error::ShapeMismatch {
-            shape: expected,
-            expected: expected.len(),
-            got: shape.len(),
+        return Err(Error::SizeDiffers {
+            got: shape,
+            expected,
         });
     }
     match (output, geometry) {

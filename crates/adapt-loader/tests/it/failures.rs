@@ -49,6 +49,25 @@ fn a_failing_sample_is_returned_at_its_batch() {
 }
 
 #[test]
+fn a_sample_of_another_size_is_an_error_naming_both_sizes() {
+    for workers in 0..=2 {
+        let mut ds = Synthetic::new(12);
+        ds.odd.insert(5);
+        let mut l = loader(Arc::new(ds), cfg(workers));
+        let err = l.epoch(0).unwrap().find_map(Result::err).unwrap();
+        assert!(
+            matches!(err, LoaderError::SampleFailed { index: 5, .. }),
+            "w{workers}: {err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("comes out 3x2x3, the batch's samples 2x3x3"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn skip_leaves_the_sample_out_and_counts_it() {
     for workers in 0..=3 {
         let mut ds = Synthetic::new(30);

@@ -15,6 +15,8 @@ pub struct Synthetic {
     pub len: usize,
     pub fail: HashSet<usize>,
     pub panic: HashSet<usize>,
+    /// Samples that come out 3x2 rather than 2x3.
+    pub odd: HashSet<usize>,
     pub slow: Option<(usize, Duration)>,
     pub every_sample: Option<Duration>,
 }
@@ -57,13 +59,12 @@ impl Dataset for Synthetic {
         let px = (0..SHAPE.len())
             .map(|k| ((index * 31 + k * 7) % 256) as u8)
             .collect();
-        *buf = Sample::hwc(
-            px,
-            SHAPE.height,
-            SHAPE.width,
-            SHAPE.channels,
-            (index % 7) as i64,
-        )?;
+        let (h, w) = if self.odd.contains(&index) {
+            (SHAPE.width, SHAPE.height)
+        } else {
+            (SHAPE.height, SHAPE.width)
+        };
+        *buf = Sample::hwc(px, h, w, SHAPE.channels, (index % 7) as i64)?;
         Ok(Read::Filled)
     }
     fn sample_shape(&self) -> Option<Shape> {
