@@ -132,10 +132,24 @@ def task_count():
     return len(os.listdir("/proc/self/task"))
 
 
+def settled_task_count():
+    """The thread count once an earlier test's threads have ended: the same
+    for half a second (a CI run once took its baseline while one was ending)."""
+    gc.collect()
+    deadline = time.monotonic() + 10
+    count = task_count()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = task_count()
+        if now == count:
+            break
+        count = now
+    return count
+
+
 @pytest.mark.parametrize("kind", ["native", "thread"])
 def test_a_loader_collected_mid_epoch_ends_its_threads(cifar, kind):
-    gc.collect()
-    before = task_count()
+    before = settled_task_count()
     for _ in range(3):
         loader = native(cifar, num_workers=3) if kind == "native" else python("thread")
         it = iter(loader)
@@ -146,7 +160,9 @@ def test_a_loader_collected_mid_epoch_ends_its_threads(cifar, kind):
     deadline = time.monotonic() + 10
     while task_count() > before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert task_count() == before, f"{task_count() - before} threads left"
+    # At most the baseline: a thread of the process's own that ends meanwhile
+    # is not a leak; one of the loaders' still running is.
+    assert task_count() <= before, f"{task_count() - before} threads left"
 
 
 def test_another_loaders_state_is_refused_at_load(cifar):
