@@ -208,10 +208,11 @@ class DataLoader:
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=0, transform=None, output="f32", distributed=None, exact_decode=False,
                  stream=None, autotune=False, autotune_profile=None, worker_method=None,
-                 reseed_globals=True):
+                 reseed_globals=True, interleave=None):
         _check_int("batch_size", batch_size, 1, allow_none=True)
         _check_int("num_workers", num_workers, 0)
         _check_int("prefetch_factor", prefetch_factor, 1, allow_none=True)
+        _check_int("interleave", interleave, 1, allow_none=True)
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ConfigTypeError(f"seed option should be an integer, got {type(seed).__name__}")
         if num_workers == 0 and prefetch_factor is not None:
@@ -249,6 +250,10 @@ class DataLoader:
         self.timeout = timeout
         self._py = None
         if not _is_adapt_dataset(dataset):
+            if interleave is not None:
+                raise ConfigValueError("interleave= is the shards an adapt.datasets.WebDataset or "
+                                       "Parquet stream reads at once; a Python dataset orders "
+                                       "its own samples (give it a sampler=)")
             if transform is None and getattr(dataset, "_python_backed", False):
                 # torchvision's CIFAR pickles: the dataset's usual
                 # normalisation, by the same rule as adapt's own datasets.
@@ -265,7 +270,8 @@ class DataLoader:
         self._raw = _RawLoader(self._pipeline_json, batch_size, self.shuffle, num_workers, prefetch_factor,
                                pin_memory, persistent_workers, drop_last, seed, rank, world,
                                float(timeout) if timeout else None, stream, bool(autotune),
-                               os.fspath(autotune_profile) if autotune_profile else None)
+                               os.fspath(autotune_profile) if autotune_profile else None,
+                               interleave=interleave)
         info = self._raw.info()
         self.output = info["output"]
         self.sample_shape = tuple(info["sample_shape"])

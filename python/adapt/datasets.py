@@ -347,7 +347,8 @@ class WebDataset(_Files):
     open (member offsets, as `wids`), so samples are read by random access:
     shuffling, exact resume and any world size work as for packs;
     `DataLoader(..., stream=N)` streams them instead, 64 shards at once
-    (each read in order), through a shuffle buffer of N samples. Shards at
+    (each read in order; `interleave=K` sets K), through a shuffle buffer
+    of N samples. Shards at
     `s3://…` or `https://…` (named one by one or by a brace pattern) are
     fetched once into the cache folder (`ADAPT_CACHE_DIR`, bounded by
     `ADAPT_CACHE_BYTES`, shared by processes) and read from there, as
@@ -381,7 +382,7 @@ class Parquet(_Files):
     files is refused: name the split's files). Row groups are the unit of
     reading: a read decodes its row group's image column once into a
     bounded cache; `DataLoader(..., stream=N)` streams row groups instead,
-    16 at once, through a shuffle buffer of N samples, which a shuffled
+    16 at once (`interleave=K` sets K), through a shuffle buffer of N samples, which a shuffled
     dataset larger than the cache needs. Files at `s3://…` or `https://…`
     (the Hub's `…/resolve/refs%2Fconvert%2Fparquet/…` URLs, one by one or
     by a brace pattern; `HF_TOKEN` is sent to huggingface.co) are fetched

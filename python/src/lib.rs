@@ -261,7 +261,7 @@ impl RawLoader {
     /// JSON) with PyTorch's knobs. Every impossible value is refused here,
     /// as PyTorch refuses it.
     #[new]
-    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None))]
+    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None, interleave=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -280,6 +280,7 @@ impl RawLoader {
         stream: Option<usize>,
         autotune: bool,
         autotune_profile: Option<std::path::PathBuf>,
+        interleave: Option<usize>,
     ) -> PyResult<Self> {
         let pipeline = pipeline(pipeline_json)?;
         let timeout = match timeout {
@@ -307,6 +308,7 @@ impl RawLoader {
             distributed,
             timeout,
             stream,
+            interleave,
             autotune: autotune.then(|| adapt::Autotune {
                 profile: autotune_profile,
                 ..adapt::Autotune::default()

@@ -95,6 +95,26 @@ def test_batches_are_the_same_for_any_worker_count(shards, stream):
     assert labels == sorted(i % 4 for i in range(40))
 
 
+def test_interleave_sets_the_shards_a_stream_reads_at_once(shards):
+    ds = adapt.datasets.WebDataset(str(shards), image="png")
+
+    def labels_in_order(**kw):
+        loader = adapt.DataLoader(ds, batch_size=5, num_workers=2, seed=3, output="u8",
+                                  transform="center_crop(10)", stream=8, **kw)
+        return [int(x) for b in loader for x in np.frombuffer(b[1].tobytes(), dtype=np.int64)]
+
+    one, three = labels_in_order(interleave=1), labels_in_order(interleave=3)
+    assert sorted(one) == sorted(three) == sorted(i % 4 for i in range(40))
+    assert one != three
+    assert labels_in_order() == labels_in_order(interleave=64)
+    with pytest.raises(ValueError, match="interleave option should be positive"):
+        adapt.DataLoader(ds, batch_size=5, stream=8, interleave=0)
+    with pytest.raises(adapt.ConfigError, match="--stream"):
+        adapt.DataLoader(ds, batch_size=5, interleave=2)
+    with pytest.raises(ValueError, match="a Python dataset orders its own samples"):
+        adapt.DataLoader(list(range(10)), batch_size=5, interleave=2)
+
+
 def test_damaged_shards_name_the_shard_and_member(shards, tmp_path):
     data = (shards / "train-000000.tar").read_bytes()
     cut = tmp_path / "cut.tar"

@@ -6,4 +6,12 @@
 pub trait Sampler: Send + Sync + std::fmt::Debug {
     /// Dataset indices to visit in `epoch`, each below `len`.
     fn order(&self, len: usize, epoch: u64) -> Vec<usize>;
+
+    /// What decides the order, for checkpoints: two samplers with the
+    /// same description give the same order for the same inputs (a
+    /// checkpoint taken under one is refused under another). Ranks are not
+    /// part of it: a checkpoint resumes on another rank.
+    fn describe(&self) -> String {
+        "custom".into()
+    }
 }

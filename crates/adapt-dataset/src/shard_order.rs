@@ -163,6 +163,15 @@ impl Sampler for ShardOrder {
     fn order(&self, _len: usize, epoch: u64) -> Vec<usize> {
         ShardOrder::order(self, epoch)
     }
+
+    fn describe(&self) -> String {
+        format!(
+            "shard stream of {} shards, buffer {}, {} at once",
+            self.shards.len(),
+            self.buffer,
+            self.interleave
+        )
+    }
 }
 
 /// Counter-based splitmix64 draws: deterministic, and independent of any

@@ -450,6 +450,7 @@ fn checkpoint_seeds() -> Vec<Vec<u8>> {
         dataset_len: 50_000,
         identity: "cifar10-50000-x|hflip|f32".into(),
         custom_sampler: false,
+        sampler: String::new(),
     };
     vec![state.to_text().into_bytes()]
 }

@@ -225,6 +225,7 @@ impl EpochCore {
             dataset_len: self.ctx.dataset.len(),
             identity: config.identity.clone(),
             custom_sampler: config.sampler.is_some(),
+            sampler: crate::resume::sampler_description(config),
         }
     }
 

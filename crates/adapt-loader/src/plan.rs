@@ -101,6 +101,7 @@ impl EpochPlan {
             dataset_len: self.len,
             identity: self.config.identity.clone(),
             custom_sampler: self.config.sampler.is_some(),
+            sampler: crate::resume::sampler_description(&self.config),
         }
     }
 }

@@ -61,6 +61,12 @@ pub struct LoaderState {
     pub identity: String,
     /// Whether a custom sampler (a pack's streaming order) made the order.
     pub custom_sampler: bool,
+    /// The custom sampler's [`describe`](adapt_dataset::Sampler::describe)
+    /// (buffer, shards at once); empty without one, and in checkpoints
+    /// written before it was recorded (then only `custom_sampler` is
+    /// checked).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sampler: String,
 }
 
 pub(crate) const FORMAT: u32 = 1;
@@ -155,8 +161,21 @@ impl LoaderState {
                 custom(self.custom_sampler),
             );
         }
+        let ours = sampler_description(config);
+        if !self.sampler.is_empty() && self.sampler != ours {
+            return mismatch("sampler", ours, self.sampler.clone());
+        }
         Ok(())
     }
+}
+
+/// What a checkpoint records of `config`'s custom sampler.
+pub(crate) fn sampler_description(config: &LoaderConfig) -> String {
+    config
+        .sampler
+        .as_ref()
+        .map(|s| s.describe())
+        .unwrap_or_default()
 }
 
 fn custom(c: bool) -> String {
@@ -323,6 +342,7 @@ mod tests {
             dataset_len: 100,
             identity: "cifar10|hflip".into(),
             custom_sampler: false,
+            sampler: String::new(),
         };
         let text = s.to_text();
         assert_eq!(LoaderState::from_text(&text).unwrap(), s);

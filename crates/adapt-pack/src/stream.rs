@@ -65,6 +65,10 @@ impl adapt_dataset::Sampler for ShardStream {
         self.pack.stream_order(&self.shard_order(epoch));
         ShardStream::order(self, epoch)
     }
+
+    fn describe(&self) -> String {
+        format!("pack {}", adapt_dataset::Sampler::describe(&self.order))
+    }
 }
 
 impl std::fmt::Debug for ShardStream {

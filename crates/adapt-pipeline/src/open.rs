@@ -193,10 +193,14 @@ impl OpenedDataset {
     /// the sampler, this rank's share when `rank` = (rank, world size) is
     /// given, and for a pack a frame cache sized so each frame is
     /// decompressed once per epoch. `None` for random access. Data without
-    /// shards (loose files) refuses `stream`.
+    /// shards (loose files) refuses `stream`. `interleave` = (shards read
+    /// at once, for WebDataset and Parquet streams; `None`: the format's
+    /// default) is refused without `stream` and for packs.
+    #[allow(clippy::too_many_arguments)]
     pub fn stream_sampler(
         &self,
         stream: Option<usize>,
+        interleave: Option<usize>,
         seed: u64,
         rank: Option<(usize, usize)>,
         knobs: (usize, Option<usize>),
@@ -204,6 +208,7 @@ impl OpenedDataset {
     ) -> Result<Option<Arc<dyn adapt_loader::Sampler>>, PipelineError> {
         let (num_workers, prefetch_factor) = knobs;
         let (rank, world) = rank.unwrap_or((0, 1));
+        check_interleave(stream, interleave, self.pack.is_some())?;
         match (stream, &self.pack, &self.shards) {
             (Some(buffer), Some(pack), _) => {
                 // Every frame the buffer and the batches in flight touch stays
@@ -216,7 +221,7 @@ impl OpenedDataset {
             }
             (Some(buffer), None, Some(shards)) => {
                 let order = ShardOrder::new(shards.ranges.clone(), seed, buffer)
-                    .with_interleave(shards.interleave)
+                    .with_interleave(interleave.unwrap_or(shards.interleave))
                     .with_rank(rank, world);
                 Ok(Some(Arc::new(order)))
             }
@@ -229,6 +234,29 @@ impl OpenedDataset {
             }
             (None, None, _) => Ok(None),
         }
+    }
+}
+
+/// Refuses an `interleave` that cannot apply: without `stream`, zero, or
+/// for a pack (packing shuffled the samples, so its stream reads one shard
+/// at a time).
+fn check_interleave(
+    stream: Option<usize>,
+    interleave: Option<usize>,
+    pack: bool,
+) -> Result<(), PipelineError> {
+    let refuse = |why: &str| Err(PipelineError::Option(format!("--interleave: {why}")));
+    match interleave {
+        None => Ok(()),
+        Some(0) => refuse("read at least 1 shard at once"),
+        Some(_) if stream.is_none() => {
+            refuse("applies to streams only (give --stream N, the shuffle buffer)")
+        }
+        Some(_) if pack => refuse(
+            "a pack streams one shard at a time (its samples were shuffled when packed); \
+             interleave is for WebDataset and Parquet streams",
+        ),
+        Some(_) => Ok(()),
     }
 }
 

@@ -457,7 +457,7 @@ fn a_streaming_epoch_resumes_exactly() {
     let loader = |workers: usize| {
         let sampler = built
             .opened
-            .stream_sampler(Some(20), 3, None, (workers, None), 7)
+            .stream_sampler(Some(20), None, 3, None, (workers, None), 7)
             .unwrap();
         Loader::new(
             built.dataset(),

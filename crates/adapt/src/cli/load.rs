@@ -32,10 +32,16 @@ pub struct Args {
     epochs: u64,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Packs only: read shard by shard (shuffled shard order, a shuffle
-    /// buffer of this many samples) instead of random access.
+    /// Sharded data (packs, WebDataset, Parquet): read shard by shard
+    /// (shuffled shard order, a shuffle buffer of this many samples)
+    /// instead of random access.
     #[arg(long)]
     stream: Option<usize>,
+    /// With --stream on WebDataset or Parquet: shards (row groups) read at
+    /// once, each record from one drawn at random; more mixes batches more
+    /// (default 64 tar shards, 16 row groups; 1 reads one at a time).
+    #[arg(long)]
+    interleave: Option<usize>,
     /// Skip the sha256 digest (it costs the consumer thread about 1 GB/s of
     /// hashing; leave it out to time the loader alone).
     #[arg(long)]
@@ -106,6 +112,7 @@ impl Args {
             pin_memory: self.pin_memory,
             persistent_workers: self.persistent_workers,
             stream: self.stream,
+            interleave: self.interleave,
             distributed: distributed(self.distributed.as_deref())?,
             autotune: self.autotune.then(|| Autotune {
                 window: self.autotune_window,

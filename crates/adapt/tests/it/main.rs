@@ -395,6 +395,73 @@ fn sharded_loose_data_loads_streams_shares_and_resumes() {
     );
 }
 
+/// `interleave` sets the shards a WebDataset stream reads at once: every
+/// value visits each sample once, 1 and 7 give different orders, the
+/// default is 64's order, a checkpoint taken under one value is refused
+/// under another naming both, and the knob is refused without a stream and
+/// for a pack.
+#[test]
+fn the_interleave_knob_sets_the_shards_a_stream_reads_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = small_webdataset(dir.path());
+    let tars = format!("{}/p{{0..6}}-000000.tar", shards.display());
+    let pipeline = Pipeline::new(DatasetSpec::new("webdataset", &tars))
+        .with_transforms("random_resized_crop(16)")
+        .unwrap()
+        .with_output("u8")
+        .unwrap();
+    let opts = |stream, interleave| RunOptions {
+        batch_size: 8,
+        seed: 9,
+        num_workers: 2,
+        stream,
+        interleave,
+        ..RunOptions::default()
+    };
+    let order = |interleave| -> Vec<usize> {
+        let mut run = Run::open(&pipeline, &opts(Some(12), interleave)).unwrap();
+        epoch_of(&mut run, 1)
+            .into_iter()
+            .flat_map(|b| b.0)
+            .collect()
+    };
+    let (one, seven) = (order(Some(1)), order(Some(7)));
+    for o in [&one, &seven] {
+        let mut seen = o.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..90).collect::<Vec<_>>());
+    }
+    assert_ne!(one, seven, "interleave 1 and 7 give the same order");
+    assert_eq!(order(None), order(Some(64)), "the default is 64 shards");
+
+    let mut run = Run::open(&pipeline, &opts(Some(12), Some(7))).unwrap();
+    run.start(1).unwrap();
+    run.next(&mut || false).unwrap().unwrap();
+    let state = run.state().unwrap();
+    let mut other = Run::open(&pipeline, &opts(Some(12), Some(1))).unwrap();
+    let err = other.resume(&state).unwrap_err().to_string();
+    assert!(
+        err.contains("1 at once") && err.contains("7 at once"),
+        "{err}"
+    );
+    let mut same = Run::open(&pipeline, &opts(Some(12), Some(7))).unwrap();
+    same.resume(&state).unwrap();
+
+    let refusal = |p: &Pipeline, o: &RunOptions| match Run::open(p, o) {
+        Ok(_) => panic!("{o:?} opened"),
+        Err(e) => e.to_string(),
+    };
+    let err = refusal(&pipeline, &opts(None, Some(4)));
+    assert!(
+        err.contains("--interleave") && err.contains("--stream"),
+        "{err}"
+    );
+    packs_as_the_source(&pipeline.dataset, dir.path());
+    let pack = Pipeline::new(DatasetSpec::new("pack", dir.path().join("pack-webdataset")));
+    let err = refusal(&pack, &opts(Some(12), Some(4)));
+    assert!(err.contains("a pack streams one shard at a time"), "{err}");
+}
+
 /// `spec` packed with its images kept encoded: every packed sample equals
 /// its source sample (pixels and label), and `pack --verify`'s check
 /// finds the pack made from the source as it is.
