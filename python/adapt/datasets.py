@@ -352,7 +352,10 @@ class WebDataset(_Files):
     `s3://…` or `https://…` (named one by one or by a brace pattern) are
     fetched once into the cache folder (`ADAPT_CACHE_DIR`, bounded by
     `ADAPT_CACHE_BYTES`, shared by processes) and read from there, as
-    Hugging Face's `load_dataset` downloads. Gzipped shards (`.tar.gz`)
+    Hugging Face's `load_dataset` downloads; with `HF_HUB_OFFLINE=1`,
+    `HF_DATASETS_OFFLINE=1` or `ADAPT_OFFLINE=1` they are read from the
+    cache without the network (one not cached is an error naming its URL).
+    Gzipped shards (`.tar.gz`)
     are not read. `split="train"` reads a folder's
     `train-*.tar` (or `data/train-*`, `train/*`, `*/train/*`).
     """

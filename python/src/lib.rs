@@ -463,7 +463,14 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
     let defaults = adapt::cli::Defaults {
         cifar10: "datasets/cifar10".into(),
     };
-    py.detach(|| adapt::cli::main(argv, &defaults))
+    py.detach(|| {
+        // The command's remote flags are its own: later opens in this
+        // process read the options as before it (the environment's).
+        let saved = adapt::swap_default_options(None);
+        let status = adapt::cli::main(argv, &defaults);
+        adapt::swap_default_options(saved);
+        status
+    })
 }
 
 // Free-threading: every class is frozen (immutable, its state behind a

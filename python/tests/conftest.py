@@ -48,7 +48,7 @@ def jpegs(tmp_path_factory, xtask):
 def http_folder(tmp_path, monkeypatch):
     """`serve(folder)` -> its URL on Python's own `http.server` on
     127.0.0.1 (which answers no Range: adapt fetches each file whole), with
-    a fresh cache folder; stopped after the test."""
+    a fresh cache folder; stopped after the test, or by `serve.stop()`."""
     import functools
     import http.server
     import threading
@@ -67,9 +67,14 @@ def http_folder(tmp_path, monkeypatch):
         servers.append((server, thread))
         return f"http://127.0.0.1:{server.server_address[1]}"
 
+    def stop():
+        while servers:
+            server, thread = servers.pop()
+            server.shutdown()
+            server.server_close()
+            thread.join()
+
+    serve.stop = stop
     monkeypatch.setenv("ADAPT_CACHE_DIR", str(tmp_path / "cache"))
     yield serve
-    for server, thread in servers:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    stop()

@@ -185,3 +185,17 @@ def test_shards_over_http_are_fetched_and_read_as_local_ones(shards, served):
     assert ours == theirs
     with pytest.raises(adapt.DataError, match="train-000009.tar"):
         len(adapt.datasets.WebDataset(served + "/train-000009.tar"))
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "ADAPT_OFFLINE"])
+def test_offline_the_cached_shards_are_read_with_the_server_gone(shards, http_folder, monkeypatch,
+                                                                   variable):
+    base = http_folder(shards)
+    online = adapt.datasets.WebDataset(base + "/train-{000000..000001}.tar", image="png")
+    want = [online[i][1] for i in range(len(online))]
+    http_folder.stop()
+    monkeypatch.setenv(variable, "1")
+    offline = adapt.datasets.WebDataset(base + "/train-{000000..000001}.tar", image="png")
+    assert [offline[i][1] for i in range(len(offline))] == want
+    with pytest.raises(adapt.DataError, match=r"train-000002.tar: not in the cache folder .*offline"):
+        len(adapt.datasets.WebDataset(base + "/train-{000000..000002}.tar", image="png"))

@@ -1,6 +1,8 @@
 //! The object-store crate's error type: every remote error names the object's
 //! URL.
 
+use crate::options::OFFLINE_VARIABLES;
+
 /// Errors of publishing a pack to object storage.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -48,6 +50,18 @@ pub enum RemoteError {
         url: String,
         /// What went wrong.
         message: String,
+    },
+    /// Offline, a file the cache folder does not hold whole.
+    #[error(
+        "{url}: not in the cache folder ({}) and offline ({OFFLINE_VARIABLES} is set): \
+         open it once with the network, or unset the variable",
+        path.display()
+    )]
+    NotCached {
+        /// The file's URL.
+        url: String,
+        /// Where its copy would be.
+        path: std::path::PathBuf,
     },
     /// The local pack could not be read.
     #[error(transparent)]

@@ -38,7 +38,14 @@ struct Parent {
 /// `https://host/path/file`), in that order: each fetched unless the cache
 /// holds its current version. The copies live in
 /// `options.cache_dir/files/<hash of the folder's URL>/<file name>`.
+///
+/// With `options.offline`, nothing is asked of the store: each file is
+/// the copy the cache holds whole (as its version sidecar records it), or
+/// [`RemoteError::NotCached`].
 pub fn fetch_files(urls: &[String], options: &RemoteOptions) -> Result<Vec<PathBuf>, RemoteError> {
+    if options.offline {
+        return urls.iter().map(|url| cached_copy(url, options)).collect();
+    }
     let mut parents: Vec<Parent> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut wanted = Vec::with_capacity(urls.len());
@@ -95,14 +102,49 @@ fn split_url(url: &str) -> Result<(String, String), RemoteError> {
     Ok((folder.join(""), name))
 }
 
+/// The cache folder of the store's folder `url`.
+fn cache_folder(url: &str, options: &RemoteOptions) -> PathBuf {
+    options.cache_dir.join("files").join(format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(url.as_bytes())
+    ))
+}
+
+/// Offline: the cached copy of the file at `url`, whole as its sidecar
+/// records it (size), marked used; else [`RemoteError::NotCached`].
+fn cached_copy(url: &str, options: &RemoteOptions) -> Result<PathBuf, RemoteError> {
+    let (parent, name) = split_url(url)?;
+    let dir = cache_folder(&parent, options);
+    let path = dir.join(&name);
+    let recorded: Option<u64> = std::fs::read_to_string(sidecar(&dir, &name))
+        .ok()
+        .and_then(|v| v.split_whitespace().next()?.parse().ok());
+    let size = std::fs::metadata(&path).ok().map(|m| m.len());
+    match (recorded, size) {
+        (Some(r), Some(s)) if r == s => {
+            mark_used(&path);
+            Ok(path)
+        }
+        _ => Err(RemoteError::NotCached {
+            url: url.to_owned(),
+            path,
+        }),
+    }
+}
+
+/// Sets a cached file's modification time, its last use for eviction.
+fn mark_used(path: &Path) {
+    let _ = File::options()
+        .append(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+}
+
 /// Connects to folder `url` and makes its cache folder, refused when the
 /// cache may hold nothing.
 fn connect(url: &str, options: &RemoteOptions) -> Result<Parent, RemoteError> {
     let remote = Remote::connect(url, options)?;
-    let dir = options.cache_dir.join("files").join(format!(
-        "{:016x}",
-        xxhash_rust::xxh3::xxh3_64(url.as_bytes())
-    ));
+    let dir = cache_folder(url, options);
     let io = |source| RemoteError::Io {
         path: dir.clone(),
         source,
@@ -205,11 +247,7 @@ fn fetch(p: &Parent, w: &Wanted, options: &RemoteOptions) -> Result<PathBuf, Rem
         .map_err(io)?;
     lock.lock().map_err(io)?;
     if cached(&p.dir, w) {
-        // Its modification time is its last use, for eviction.
-        let _ = File::options()
-            .append(true)
-            .open(&path)
-            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        mark_used(&path);
         return Ok(path);
     }
     let part = p.dir.join(folder::part_name(&w.name));

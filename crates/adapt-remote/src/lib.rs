@@ -38,7 +38,8 @@ pub use error::RemoteError;
 #[cfg(feature = "s3")]
 pub use files::fetch_files;
 pub use options::{
-    RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes, set_default_options,
+    OFFLINE_VARIABLES, RemoteOptions, S3_ENABLED, default_options, is_remote, parse_bytes,
+    set_default_options, swap_default_options,
 };
 #[cfg(feature = "s3")]
 pub use storage::RemoteStorage;

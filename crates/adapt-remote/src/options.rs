@@ -40,6 +40,35 @@ pub struct RemoteOptions {
     pub request_timeout: Duration,
     /// Upload objects larger than this in parts (16 MiB).
     pub multipart_threshold: u64,
+    /// Use the network for nothing the cache holds (`ADAPT_OFFLINE=1`, or
+    /// Hugging Face's `HF_HUB_OFFLINE=1` / `HF_DATASETS_OFFLINE=1`):
+    /// WebDataset tars and Parquet files fetched before are read from the
+    /// cache folder without asking the store for their version, and one it
+    /// does not hold is [`RemoteError::NotCached`](crate::RemoteError).
+    /// Packs in a store still use the network.
+    pub offline: bool,
+}
+
+/// The variables that turn [`RemoteOptions::offline`] on, as messages name
+/// them.
+pub const OFFLINE_VARIABLES: &str = "ADAPT_OFFLINE, HF_HUB_OFFLINE or HF_DATASETS_OFFLINE";
+
+/// Whether the environment asks for offline use: any of the variables set
+/// to `1`, `true`, `yes` or `on` (any case), as `huggingface_hub` reads
+/// them.
+fn offline_from_env() -> bool {
+    ["ADAPT_OFFLINE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .any(|v| truthy(&v))
+}
+
+/// `1`, `true`, `yes` or `on`, in any case and spacing.
+fn truthy(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
 }
 
 impl Default for RemoteOptions {
@@ -57,15 +86,20 @@ impl Default for RemoteOptions {
             retry_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(60),
             multipart_threshold: 16 << 20,
+            offline: false,
         }
     }
 }
 
 impl RemoteOptions {
-    /// The defaults, with `ADAPT_CACHE_DIR` and `ADAPT_CACHE_BYTES` applied
-    /// (an unparsable size is ignored, with the default kept).
+    /// The defaults, with `ADAPT_CACHE_DIR`, `ADAPT_CACHE_BYTES` (an
+    /// unparsable size is ignored, with the default kept) and the offline
+    /// variables applied.
     pub fn from_env() -> Self {
-        let mut o = Self::default();
+        let mut o = Self {
+            offline: offline_from_env(),
+            ..Self::default()
+        };
         if let Some(b) = std::env::var("ADAPT_CACHE_BYTES")
             .ok()
             .and_then(|v| parse_bytes(&v))
@@ -145,12 +179,34 @@ pub fn default_options() -> RemoteOptions {
 
 /// Sets the process-wide options (command-line flags do).
 pub fn set_default_options(options: RemoteOptions) {
-    *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(options);
+    swap_default_options(Some(options));
+}
+
+/// Replaces what [`set_default_options`] set (`None`: back to the
+/// environment's, read at each use) and returns what was set before: a
+/// process that runs the command line and goes on (the Python module's
+/// `python -m adapt`) restores it afterwards, so the command's flags and
+/// the environment as it was then do not outlive the command.
+pub fn swap_default_options(options: Option<RemoteOptions>) -> Option<RemoteOptions> {
+    std::mem::replace(
+        &mut *DEFAULT.write().unwrap_or_else(|p| p.into_inner()),
+        options,
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_bytes;
+    use super::{parse_bytes, truthy};
+
+    #[test]
+    fn offline_values_are_read_as_huggingface_hub_reads_them() {
+        for v in ["1", "true", "TRUE", " yes ", "On"] {
+            assert!(truthy(v), "{v}");
+        }
+        for v in ["", "0", "false", "no", "off", "2"] {
+            assert!(!truthy(v), "{v}");
+        }
+    }
 
     #[test]
     fn sizes_parse() {

@@ -88,6 +88,43 @@ fn tars_over_http_and_s3_are_fetched_once_and_read_as_the_local_ones() {
     same_samples(&from_s3, &local);
 }
 
+/// Offline (`HF_HUB_OFFLINE=1` and the like), the copies the cache holds
+/// are read with the store gone; one it does not hold, or holds cut short,
+/// is an error naming its URL and the variables.
+#[test]
+fn offline_cached_files_are_read_without_the_store_and_a_missing_one_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    let local = shards(&t.path().join("www"), "train", 0);
+    let http = HttpServer::start(&t.path().join("www")).unwrap();
+    let list = urls(&http.url(), "train");
+    let o = cache(t.path(), "cache", 1 << 30);
+    let got = fetch_files(&list[..2], &o).unwrap();
+    drop(http);
+    let offline = RemoteOptions {
+        offline: true,
+        ..o.clone()
+    };
+    assert_eq!(fetch_files(&list[..2], &offline).unwrap(), got);
+    same_samples(&got, &local[..2]);
+    let err = fetch_files(&list, &offline).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::NotCached { .. }), "{text}");
+    assert!(
+        text.contains(&list[2]) && text.contains("HF_HUB_OFFLINE"),
+        "{text}"
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&got[1])
+        .unwrap()
+        .set_len(10)
+        .unwrap();
+    assert!(matches!(
+        fetch_files(&list[1..2], &offline),
+        Err(RemoteError::NotCached { .. })
+    ));
+}
+
 #[test]
 fn a_file_changed_in_the_store_is_fetched_again() {
     let t = tempfile::tempdir().unwrap();
