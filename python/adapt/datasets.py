@@ -254,19 +254,19 @@ class Pack(_Spec):
 _SPLIT_PATTERNS = ("{split}-*{ext}", "data/{split}-*{ext}", "{split}/*{ext}", "*/{split}/*{ext}")
 
 
-def _split_files(folder, split, what, ext):
-    """The files of `split` in `folder`, sorted, by the first of
-    _SPLIT_PATTERNS that finds any."""
+def _split_files(folder, split, what, exts):
+    """The files of `split` in `folder` (names ending in one of `exts`),
+    sorted, by the first of _SPLIT_PATTERNS that finds any."""
     for pattern in _SPLIT_PATTERNS:
-        found = sorted(glob.glob(os.path.join(glob.escape(folder),
-                                              pattern.format(split=glob.escape(split), ext=ext))))
+        found = sorted({f for ext in exts for f in glob.glob(os.path.join(
+            glob.escape(folder), pattern.format(split=glob.escape(split), ext=ext)))})
         if found:
             return found
-    looked = ", ".join(p.format(split=split, ext=ext) for p in _SPLIT_PATTERNS)
+    looked = ", ".join(p.format(split=split, ext=exts[0]) for p in _SPLIT_PATTERNS)
     raise FileNotFoundError(f"{folder}: no {what}s of split {split!r} (looked for {looked})")
 
 
-def _file_list(urls, what, kind, split=None, ext=""):
+def _file_list(urls, what, kind, split=None, exts=("",)):
     """`urls` (a path, a pattern, a list of them) as one `::` list of
     absolute paths: `*`/`?` globs expanded here (sorted, as Hugging Face's
     `data_files`), brace patterns and folders left to the reader; with
@@ -284,7 +284,7 @@ def _file_list(urls, what, kind, split=None, ext=""):
             if "://" in u or not os.path.isdir(u):
                 raise ValueError(f"{u}: split= picks a split's files in a folder; name the "
                                  "folder, or leave split=None to read the files named")
-            paths.extend(_split_files(u, split, what, ext))
+            paths.extend(_split_files(u, split, what, exts))
             continue
         if "://" in u:
             if not u.startswith(("s3://", "https://", "http://")):
@@ -311,10 +311,10 @@ class _Files(_Spec):
     _image_hint = ""
     _label_hint = ""
 
-    _ext = ""
+    _exts = ("",)
 
     def __init__(self, urls, image, label, *, split=None, resize=None):
-        urls, spec = _file_list(urls, self._what, self.kind, split, self._ext)
+        urls, spec = _file_list(urls, self._what, self.kind, split, self._exts)
         if not isinstance(image, str) or not image:
             raise TypeError(f"image must be {self._image_hint}")
         if label is not None and not isinstance(label, str):
@@ -355,13 +355,16 @@ class WebDataset(_Files):
     Hugging Face's `load_dataset` downloads; with `HF_HUB_OFFLINE=1`,
     `HF_DATASETS_OFFLINE=1` or `ADAPT_OFFLINE=1` they are read from the
     cache without the network (one not cached is an error naming its URL).
-    Gzipped shards (`.tar.gz`)
-    are not read. `split="train"` reads a folder's
-    `train-*.tar` (or `data/train-*`, `train/*`, `*/train/*`).
+    Gzip-compressed shards (`.tar.gz`, `.tgz`, as `TarWriter(...,
+    compress=True)` writes) are decompressed once into the cache folder's
+    `unpacked/` and read from there like `.tar` ones (gzip has no random
+    access; the copies take their uncompressed size and are not evicted).
+    `split="train"` reads a folder's `train-*.tar` (or `.tar.gz`, `.tgz`;
+    or `data/train-*`, `train/*`, `*/train/*`).
     """
 
     kind = "webdataset"
-    _ext = ".tar"
+    _exts = (".tar", ".tar.gz", ".tgz")
     _what = "WebDataset shard"
     _image_hint = "an extension such as 'jpg' or 'jpg;png'"
     _label_hint = "an extension such as 'cls'"
@@ -396,7 +399,7 @@ class Parquet(_Files):
     """
 
     kind = "parquet"
-    _ext = ".parquet"
+    _exts = (".parquet",)
     _what = "Parquet file"
     _image_hint = "a column name such as 'image'"
     _label_hint = "a column name such as 'label'"

@@ -75,6 +75,46 @@ def test_tarwriter_members_and_unlabelled_reads(tmp_path):
         len(adapt.datasets.WebDataset(str(path)))
 
 
+def test_gzip_compressed_shards_are_read_as_webdatasets_own_reader_reads_them(tmp_path,
+                                                                             monkeypatch,
+                                                                             http_folder):
+    # ShardWriter gzips shards named .tar.gz (tarfile's "w|gz"); adapt
+    # decompresses each once into the cache folder's unpacked/.
+    monkeypatch.setenv("ADAPT_CACHE_DIR", str(tmp_path / "cache"))
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    with wds.ShardWriter(str(gz / "train-%06d.tar.gz"), maxcount=15, verbose=0) as sink:
+        for i in range(40):
+            sink.write({"__key__": f"sample{i:05d}", "png": _png(i), "cls": i % 4})
+    urls = str(gz / "train-{000000..000002}.tar.gz")
+    theirs = list(wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple("png", "cls"))
+    for spec in (urls, str(gz), str(gz / "*.tar.gz")):
+        ours = adapt.datasets.WebDataset(spec, image="png")
+        assert len(ours) == len(theirs) == 40
+        for i, (image, label) in enumerate(theirs):
+            np.testing.assert_array_equal(ours[i][0], image)
+            assert ours[i][1] == label
+    copies = sorted(p.name for p in (tmp_path / "cache" / "unpacked").glob("*.tar"))
+    assert len(copies) == 3 and copies[0].startswith("train-000000-"), copies
+    kw = dict(batch_size=8, shuffle=True, seed=5, transform="random_crop(8)", output="u8")
+    a = _epoch(adapt.DataLoader(adapt.datasets.WebDataset(urls, image="png"), num_workers=2, **kw))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with wds.ShardWriter(str(plain / "train-%06d.tar"), maxcount=15, verbose=0) as sink:
+        for i in range(40):
+            sink.write({"__key__": f"sample{i:05d}", "png": _png(i), "cls": i % 4})
+    assert a == _epoch(adapt.DataLoader(adapt.datasets.WebDataset(str(plain), image="png"), **kw))
+    assert len(adapt.datasets.WebDataset(str(gz), split="train", image="png")) == 40
+    # Over HTTP: fetched into the cache, then decompressed from there.
+    remote = adapt.datasets.WebDataset(http_folder(gz) + "/train-{000000..000002}.tar.gz",
+                                       image="png")
+    assert [remote[i][1] for i in range(40)] == [label for _, label in theirs]
+    np.testing.assert_array_equal(remote[39][0], theirs[39][0])
+    (gz / "train-000003.tar.gz").write_bytes((gz / "train-000000.tar.gz").read_bytes()[:300])
+    with pytest.raises(adapt.DataError, match=r"train-000003\.tar\.gz: cannot decompress"):
+        len(adapt.datasets.WebDataset(str(gz / "train-000003.tar.gz"), image="png"))
+
+
 def _epoch(loader):
     return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
 

@@ -168,6 +168,15 @@ pub enum FormatError {
         /// What is wrong.
         reason: String,
     },
+    /// A gzip-compressed WebDataset shard (`.tar.gz`, `.tgz`) that could not
+    /// be decompressed whole.
+    #[error("{shard}: cannot decompress the gzip-compressed shard: {reason}")]
+    Gunzip {
+        /// The compressed shard.
+        shard: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// A WebDataset key whose members are split across two shards.
     #[error(
         "key {key:?} has members at the end of {first} and at the start of {second}: a sample \

@@ -21,11 +21,12 @@ pub(crate) enum Folder {
 }
 
 /// The files of `spec`: each `::`-separated part brace-expanded, and a part
-/// that names a folder replaced by its `.{extension}` files in sorted
-/// order. `what` names the files in the error for an empty list.
+/// that names a folder replaced by its files whose names end in one of
+/// `suffixes` (`.tar`), in sorted order. `what` names the files in the
+/// error for an empty list.
 pub(crate) fn list_files(
     spec: &str,
-    extension: &str,
+    suffixes: &[&str],
     folder: Folder,
     what: &'static str,
 ) -> Result<Vec<PathBuf>, FormatError> {
@@ -39,7 +40,7 @@ pub(crate) fn list_files(
             let path = PathBuf::from(name);
             if path.is_dir() {
                 let start = out.len();
-                files_in(&path, extension, folder, &mut out)?;
+                files_in(&path, suffixes, folder, &mut out)?;
                 out[start..].sort();
             } else {
                 out.push(path);
@@ -58,11 +59,23 @@ pub(crate) fn list_files(
     Ok(out)
 }
 
-/// Appends the `.{extension}` files in `dir` (and below it, when
-/// recursive) to `out`, unsorted.
+/// Whether `path`'s name ends in one of `suffixes`, in any case (a name
+/// that is only the suffix, a hidden file, does not).
+fn has_suffix(path: &Path, suffixes: &[&str]) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.as_encoded_bytes().to_ascii_lowercase())
+        .unwrap_or_default();
+    suffixes
+        .iter()
+        .any(|s| name.len() > s.len() && name.ends_with(s.as_bytes()))
+}
+
+/// Appends the files in `dir` (and below it, when recursive) whose names
+/// end in one of `suffixes` to `out`, unsorted.
 fn files_in(
     dir: &Path,
-    extension: &str,
+    suffixes: &[&str],
     folder: Folder,
     out: &mut Vec<PathBuf>,
 ) -> Result<(), FormatError> {
@@ -71,10 +84,10 @@ fn files_in(
         entries.push(entry.map_err(FormatError::io(dir))?.path());
     }
     for path in entries {
-        if path.is_file() && path.extension().is_some_and(|e| e == extension) {
+        if path.is_file() && has_suffix(&path, suffixes) {
             out.push(path);
         } else if folder == Folder::Recursive && path.is_dir() {
-            files_in(&path, extension, folder, out)?;
+            files_in(&path, suffixes, folder, out)?;
         }
         if out.len() > MAX_SHARDS {
             return Err(FormatError::InvalidInput {

@@ -72,7 +72,7 @@ impl Parquet {
     pub fn open(spec: &str, options: &ParquetOptions) -> Result<Self, FormatError> {
         let files = list_files(
             spec,
-            "parquet",
+            &[".parquet"],
             Folder::Recursive,
             "no Parquet file (.parquet) named or found",
         )?;

@@ -11,10 +11,14 @@
 //! them. Members are grouped as WebDataset groups them: consecutive members
 //! of one key; a key met again apart from its members, a key split across
 //! two shards, a sample without an image and a member past the end of its
-//! file are errors naming the shard and the member.
+//! file are errors naming the shard and the member. Gzip-compressed shards
+//! (`.tar.gz`, `.tgz`) are decompressed once into
+//! [`WebDatasetOptions::unpack_dir`] and read from there (`gunzip`).
 
+mod gunzip;
 mod writer;
 
+pub use gunzip::{MAX_UNPACKED_SHARD_BYTES, is_gzip_shard};
 pub use writer::WebDatasetWriter;
 
 use crate::FormatError;
@@ -47,6 +51,11 @@ pub struct WebDatasetOptions {
     /// The label member's extension (an integer in ASCII, as WebDataset's
     /// `TarWriter` writes `cls`); `None` for unlabelled data (labels -1).
     pub label: Option<String>,
+    /// Where gzip-compressed shards (`.tar.gz`, `.tgz`) are decompressed,
+    /// once, to be indexed and read in place (gzip has no random access):
+    /// the front crate puts it beside the shard cache. `None` refuses
+    /// them, naming the shard.
+    pub unpack_dir: Option<PathBuf>,
 }
 
 impl Default for WebDatasetOptions {
@@ -55,17 +64,18 @@ impl Default for WebDatasetOptions {
         Self {
             image: WEBDATASET_IMAGE_EXTENSIONS.into(),
             label: Some("cls".into()),
+            unpack_dir: None,
         }
     }
 }
 
 /// The shard files of `spec`: `::`-separated paths, each brace-expanded (as
 /// the `braceexpand` package WebDataset uses), a folder standing for its
-/// `.tar` files in sorted name order.
+/// `.tar`, `.tar.gz` and `.tgz` files in sorted name order.
 pub fn shard_list(spec: &str) -> Result<Vec<PathBuf>, FormatError> {
     list_files(
         spec,
-        "tar",
+        &[".tar", ".tar.gz", ".tgz"],
         Folder::Flat,
         "no WebDataset shard (.tar) named or found",
     )
@@ -83,7 +93,10 @@ struct Entry {
 
 /// WebDataset shards opened for random access.
 pub struct WebDataset {
+    /// The shards as named (in messages and `source`).
     shards: Vec<PathBuf>,
+    /// The files read: the shards, or a compressed one's decompressed copy.
+    files: Vec<PathBuf>,
     entries: Vec<Entry>,
     ranges: Vec<Range<usize>>,
     classes: Option<usize>,
@@ -96,7 +109,8 @@ impl WebDataset {
         Self::open_shards(shard_list(spec)?, options)
     }
 
-    /// Indexes the given shard files, in that order.
+    /// Indexes the given shard files, in that order (a gzip-compressed one
+    /// decompressed first, unless its copy is in `options.unpack_dir`).
     pub fn open_shards(
         shards: Vec<PathBuf>,
         options: &WebDatasetOptions,
@@ -111,12 +125,13 @@ impl WebDataset {
         let mut entries = Vec::new();
         let mut ranges = Vec::with_capacity(shards.len());
         let mut last_key: Option<(String, usize)> = None;
+        let files = gunzip::unpacked_all(&shards, options.unpack_dir.as_deref())?;
         for (number, path) in shards.iter().enumerate() {
             let shard = u32::try_from(number).map_err(|_| FormatError::InvalidInput {
                 path: path.clone(),
                 reason: "more shards than a 32-bit count".into(),
             })?;
-            let members = list_members(path, label.as_deref())?;
+            let members = list_members(&files[number], path, label.as_deref())?;
             let first = members.iter().find_map(|m| split_name(&m.name));
             if let (Some((previous, at)), Some((key, _))) = (&last_key, first)
                 && previous == key
@@ -152,6 +167,7 @@ impl WebDataset {
         });
         Ok(Self {
             shards,
+            files,
             entries,
             ranges,
             classes,
@@ -183,8 +199,7 @@ impl WebDataset {
 
     /// Reads sample `index`'s image bytes into `buf` (resized to fit).
     fn read_member(&self, entry: &Entry, buf: &mut Vec<u8>) -> Result<(), FormatError> {
-        let shard = &self.shards[entry.shard as usize];
-        let file = open_regular(shard)?;
+        let file = open_regular(&self.files[entry.shard as usize])?;
         buf.resize(entry.len as usize, 0);
         file.read_exact_at(buf, entry.offset)
             .map_err(|source| FormatError::Io {
@@ -203,14 +218,19 @@ struct Member {
     label: Option<Vec<u8>>,
 }
 
-/// The regular members of the tar at `path`, in order, without reading
-/// their data (except label members, a few bytes each). Metadata members
-/// (`__…__`) are skipped as WebDataset skips them.
-fn list_members(path: &Path, label: Option<&str>) -> Result<Vec<Member>, FormatError> {
+/// The regular members of the tar at `path` (shard `shard`, as messages
+/// name it), in order, without reading their data (except label members, a
+/// few bytes each). Metadata members (`__…__`) are skipped as WebDataset
+/// skips them.
+fn list_members(
+    path: &Path,
+    shard: &Path,
+    label: Option<&str>,
+) -> Result<Vec<Member>, FormatError> {
     let file = open_regular(path)?;
     let file_len = file.metadata().map_err(FormatError::io(path))?.len();
     let bad = |member: &str, reason: String| FormatError::TarMember {
-        shard: path.to_owned(),
+        shard: shard.to_owned(),
         member: member.to_owned(),
         reason,
     };

@@ -407,6 +407,7 @@ pub fn open_webdataset(
     let options = WebDatasetOptions {
         image: members.image.clone(),
         label: members.label.clone(),
+        unpack_dir: Some(unpack_dir()),
     };
     let dataset = match file_list(path, "WebDataset shards")? {
         FileList::Local(spec) => WebDataset::open(spec, &options)?,
@@ -422,6 +423,12 @@ pub fn open_webdataset(
         pack: None,
         class_names: None,
     })
+}
+
+/// Where gzip-compressed WebDataset shards are decompressed: `unpacked/`
+/// in the shard cache folder (`ADAPT_CACHE_DIR`).
+fn unpack_dir() -> PathBuf {
+    adapt_remote::default_options().cache_dir.join("unpacked")
 }
 
 /// Parquet files in the Hugging Face layout (`path` a folder of one split,

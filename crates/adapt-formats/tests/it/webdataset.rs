@@ -241,3 +241,142 @@ fn samples_webdataset_would_not_form_are_named() {
     tar_of(&t, &[]);
     assert!(open_err(&t).contains("no sample"));
 }
+
+/// `tar` gzip-compressed to `to` (one gzip member, as `tar czf` writes).
+fn gzip(tar: &Path, to: &Path) {
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(to).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::copy(&mut std::fs::File::open(tar).unwrap(), &mut enc).unwrap();
+    enc.finish().unwrap();
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn gzip_compressed_shards_are_decompressed_once_and_read_as_the_plain_ones() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, gz, unpacked) = (
+        dir.path().join("plain"),
+        dir.path().join("gz"),
+        dir.path().join("unpacked"),
+    );
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::create_dir_all(&gz).unwrap();
+    let shards = write(&plain, 25, 10);
+    // `.tar.gz` and `.tgz`, listed from the folder in name order.
+    let compressed: Vec<PathBuf> = [
+        "shard-000000.tar.gz",
+        "shard-000001.tgz",
+        "shard-000002.TAR.GZ",
+    ]
+    .iter()
+    .map(|n| gz.join(n))
+    .collect();
+    for (tar, to) in shards.iter().zip(&compressed) {
+        gzip(tar, to);
+    }
+    let options = WebDatasetOptions {
+        unpack_dir: Some(unpacked.clone()),
+        ..WebDatasetOptions::default()
+    };
+    let want =
+        WebDataset::open(&plain.display().to_string(), &WebDatasetOptions::default()).unwrap();
+    let spec = format!(
+        "{}/shard-000000.tar.gz::{}/shard-000001.tgz::{}",
+        gz.display(),
+        gz.display(),
+        compressed[2].display()
+    );
+    for spec in [gz.display().to_string(), spec] {
+        let got = WebDataset::open(&spec, &options).unwrap();
+        assert_eq!(got.len(), 25);
+        assert_eq!(got.shard_ranges(), want.shard_ranges());
+        for i in 0..25 {
+            assert_eq!(got.get(i).unwrap(), want.get(i).unwrap(), "sample {i}");
+            assert_eq!(got.key(i), want.key(i));
+        }
+        assert!(
+            got.source(11).ends_with("shard-000001.tgz/k000011.png"),
+            "{}",
+            got.source(11)
+        );
+    }
+    // Once: the copies are the same files after more opens, and touching a
+    // shard (the shard cache marks use so) is no change.
+    let copies = names(&unpacked);
+    assert_eq!(
+        copies.iter().filter(|n| n.ends_with(".tar")).count(),
+        3,
+        "{copies:?}"
+    );
+    let inode = |n: &str| std::fs::metadata(unpacked.join(n)).unwrap().ino();
+    let before: Vec<u64> = copies.iter().map(|n| inode(n)).collect();
+    std::fs::File::options()
+        .append(true)
+        .open(&compressed[0])
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    WebDataset::open(&gz.display().to_string(), &options).unwrap();
+    assert_eq!(names(&unpacked), copies);
+    assert_eq!(copies.iter().map(|n| inode(n)).collect::<Vec<_>>(), before);
+    // A shard rewritten with other samples is decompressed again.
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let other_shards = write(&other, 4, 10);
+    gzip(&other_shards[0], &compressed[2]);
+    let got = WebDataset::open(&gz.display().to_string(), &options).unwrap();
+    assert_eq!(got.len(), 24);
+    assert_eq!(got.get(20).unwrap(), want.get(0).unwrap());
+
+    // Cut short: an error naming the shard; no copy, no part file left.
+    let cut = gz.join("shard-000003.tar.gz");
+    let bytes = std::fs::read(&compressed[0]).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let listed = names(&unpacked);
+    let e = WebDataset::open(&cut.display().to_string(), &options)
+        .err()
+        .unwrap();
+    assert!(matches!(e, FormatError::Gunzip { .. }), "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains("shard-000003.tar.gz") && e.contains("gzip"),
+        "{e}"
+    );
+    let now = names(&unpacked);
+    assert!(
+        now.iter()
+            .all(|n| listed.contains(n) || n.ends_with(".lock")),
+        "{now:?}"
+    );
+    // Not gzip at all, and no folder to decompress into: named.
+    let fake = gz.join("fake.tgz");
+    std::fs::copy(&shards[0], &fake).unwrap();
+    let e = WebDataset::open(&fake.display().to_string(), &options)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("fake.tgz") && e.contains("gzip"), "{e}");
+    let e = WebDataset::open(
+        &compressed[0].display().to_string(),
+        &WebDatasetOptions::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        e.contains("shard-000000.tar.gz") && e.contains("folder"),
+        "{e}"
+    );
+}
