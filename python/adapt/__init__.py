@@ -437,7 +437,9 @@ class DataLoader:
         images = data.array()
         torch = _torch_module()
         if torch is not None:
-            return torch.from_numpy(images), torch.from_numpy(labels)
+            images, labels = torch.from_numpy(images), torch.from_numpy(labels)
+        if getattr(self.dataset, "has_text", False):
+            return images, labels, self.dataset._data().texts(data.indices())
         return images, labels
 
     def _start(self):

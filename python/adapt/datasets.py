@@ -35,6 +35,8 @@ def _refuse_download(download, what, layout):
 class _Spec:
     kind = ""
     _python_backed = False
+    #: Whether each sample carries a text (a WebDataset caption member).
+    has_text = False
 
     def __init__(self, root, *, resize=None):
         self.root = os.fspath(root)
@@ -65,7 +67,10 @@ class _Spec:
             index += n
         if not 0 <= index < n:
             raise IndexError(f"index {index} is out of range for a dataset of {n}")
-        return self._data().get(int(index))
+        pixels, label = self._data().get(int(index))
+        if self.has_text:
+            return pixels, label, self._data().texts([int(index)])[0]
+        return pixels, label
 
     @property
     def classes(self):
@@ -361,6 +366,13 @@ class WebDataset(_Files):
     access; the copies take their uncompressed size and are not evicted).
     `split="train"` reads a folder's `train-*.tar` (or `.tar.gz`, `.tgz`;
     or `data/train-*`, `train/*`, `*/train/*`).
+
+    `text="txt"` (or `"json"`, read as its text) reads each sample's
+    caption member too, which every sample must have: `ds[i]` is then
+    `(image, label, text)`, as webdataset's `to_tuple("jpg", "cls", "txt")`,
+    and a `DataLoader` over it yields `(images, labels, texts)`, `texts`
+    the batch's captions as a list of str (what torch's `default_collate`
+    makes of strings).
     """
 
     kind = "webdataset"
@@ -369,9 +381,23 @@ class WebDataset(_Files):
     _image_hint = "an extension such as 'jpg' or 'jpg;png'"
     _label_hint = "an extension such as 'cls'"
 
-    def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, split=None,
+    def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, text=None, split=None,
                  resize=None):
+        if text is not None and (not isinstance(text, str) or not text):
+            raise TypeError("text must be an extension such as 'txt' or 'json', or None")
         super().__init__(urls, image, label, split=split, resize=resize)
+        self.text = text
+        self.has_text = text is not None
+
+    def _spec(self):
+        s = super()._spec()
+        if self.text is not None:
+            s["fields"]["text"] = self.text
+        return s
+
+    def __repr__(self):
+        r = super().__repr__()
+        return r if self.text is None else f"{r[:-1]}, text={self.text!r})"
 
 
 class Parquet(_Files):
@@ -423,7 +449,12 @@ class Concat(_Spec):
         parts = list(parts)
         if not parts or not all(isinstance(p, _Spec) for p in parts):
             raise TypeError("Concat takes adapt datasets")
+        texts = {p.has_text for p in parts}
+        if len(texts) > 1:
+            raise ValueError("Concat of datasets with and without text: give every part a text "
+                             "field (WebDataset(..., text='txt')) or none")
         self.parts = parts
+        self.has_text = texts == {True}
         self.root = ""
         self.resize = None
         self._opened = None

@@ -61,4 +61,10 @@ impl Data {
     fn source(&self, index: usize) -> String {
         self.0.source(index)
     }
+
+    /// The texts (captions) of samples `indices`, in order, or None when
+    /// the dataset was opened without a text field.
+    fn texts(&self, py: Python<'_>, indices: Vec<usize>) -> PyResult<Option<Vec<String>>> {
+        py.detach(|| self.0.texts(&indices)).map_err(py_error)
+    }
 }

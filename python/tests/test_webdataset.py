@@ -115,6 +115,34 @@ def test_gzip_compressed_shards_are_read_as_webdatasets_own_reader_reads_them(tm
         len(adapt.datasets.WebDataset(str(gz / "train-000003.tar.gz"), image="png"))
 
 
+def test_text_members_come_with_each_sample_and_batch(shards):
+    # The fixture's `txt` member: "caption {i}".
+    ds = adapt.datasets.WebDataset(str(shards), image="png", text="txt")
+    theirs = list(wds.WebDataset(str(shards / "train-{000000..000002}.tar"), shardshuffle=False)
+                  .decode("rgb8").to_tuple("png", "cls", "txt"))
+    for i in (0, 17, 39):
+        pixels, label, text = ds[i]
+        np.testing.assert_array_equal(pixels, theirs[i][0])
+        assert (label, text) == (theirs[i][1], theirs[i][2]) == (i % 4, f"caption {i}")
+    assert "text='txt'" in repr(ds)
+    for stream in (None, 8):
+        base = None
+        for workers in (0, 2):
+            loader = adapt.DataLoader(ds, batch_size=6, shuffle=True, seed=1, num_workers=workers,
+                                      transform="random_crop(10)", output="u8", stream=stream)
+            got = [(x.tobytes(), list(y.tolist()), texts) for x, y, texts in loader]
+            seen = [t for _, _, texts in got for t in texts]
+            assert sorted(seen) == sorted(f"caption {i}" for i in range(40))
+            for _, labels, texts in got:
+                assert [int(t.split()[1]) % 4 for t in texts] == labels
+            base = base or got
+            assert got == base, f"{workers} workers, stream {stream}"
+    with pytest.raises(adapt.DataError, match=r"\.json text member"):
+        len(adapt.datasets.WebDataset(str(shards), image="png", text="json"))
+    with pytest.raises(ValueError, match="with and without text"):
+        adapt.datasets.Concat([ds, adapt.datasets.WebDataset(str(shards), image="png")])
+
+
 def _epoch(loader):
     return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
 

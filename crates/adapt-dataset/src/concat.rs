@@ -76,6 +76,12 @@ impl Dataset for Concat {
         let (p, i) = self.locate(index).ok()?;
         self.parts[p].label(i)
     }
+    fn text(&self, index: usize) -> Option<Result<String, Error>> {
+        match self.locate(index) {
+            Ok((p, i)) => self.parts[p].text(i),
+            Err(e) => Some(Err(e)),
+        }
+    }
     fn source(&self, index: usize) -> String {
         match self.locate(index) {
             Ok((p, i)) => self.parts[p].source(i),

@@ -164,6 +164,13 @@ pub trait Dataset: Send + Sync {
     fn label(&self, _index: usize) -> Option<i64> {
         None
     }
+
+    /// Sample `index`'s text (a caption: a WebDataset `txt` or `json`
+    /// member, as UTF-8) where the dataset was opened with a text field;
+    /// `None` (the default) when it has none.
+    fn text(&self, _index: usize) -> Option<Result<String, Error>> {
+        None
+    }
 }
 
 /// Reads sample `index` into `out` (owned), copying a lent sample: for
@@ -203,6 +210,7 @@ macro_rules! forward_dataset {
             fn sample_shape(&self) -> Option<Shape> { (**self).sample_shape() }
             fn num_classes(&self) -> Option<usize> { (**self).num_classes() }
             fn label(&self, index: usize) -> Option<i64> { (**self).label(index) }
+            fn text(&self, index: usize) -> Option<Result<String, Error>> { (**self).text(index) }
         }
     )*};
 }

@@ -37,6 +37,9 @@ impl Dataset for Shaped {
     fn label(&self, index: usize) -> Option<i64> {
         self.inner.label(index)
     }
+    fn text(&self, index: usize) -> Option<Result<String, Error>> {
+        self.inner.text(index)
+    }
     fn source(&self, index: usize) -> String {
         self.inner.source(index)
     }

@@ -59,6 +59,15 @@ impl Dataset for Subset {
     fn label(&self, index: usize) -> Option<i64> {
         self.inner.label(*self.indices.get(index)?)
     }
+    fn text(&self, index: usize) -> Option<Result<String, Error>> {
+        match self.indices.get(index) {
+            Some(&i) => self.inner.text(i),
+            None => Some(Err(Error::IndexOutOfRange {
+                index,
+                len: self.indices.len(),
+            })),
+        }
+    }
     fn source(&self, index: usize) -> String {
         self.indices.get(index).map_or_else(
             || format!("subset index {index}"),

@@ -56,6 +56,34 @@ pub struct WebDatasetOptions {
     /// the front crate puts it beside the shard cache. `None` refuses
     /// them, naming the shard.
     pub unpack_dir: Option<PathBuf>,
+    /// The text member's extension (a caption: `txt`, or `json` read as
+    /// its text), which every sample must then have; `None` reads none.
+    pub text: Option<String>,
+}
+
+/// Largest text member read: a caption or a JSON record, not a file.
+pub const MAX_TEXT_BYTES: u64 = 16 << 20;
+
+/// The member extensions a sample is indexed by, lowercased.
+struct Fields {
+    images: Vec<String>,
+    label: Option<String>,
+    text: Option<String>,
+}
+
+impl Fields {
+    fn of(options: &WebDatasetOptions) -> Self {
+        Self {
+            images: options
+                .image
+                .split(';')
+                .filter(|e| !e.is_empty())
+                .map(str::to_ascii_lowercase)
+                .collect(),
+            label: options.label.as_deref().map(str::to_ascii_lowercase),
+            text: options.text.as_deref().map(str::to_ascii_lowercase),
+        }
+    }
 }
 
 impl Default for WebDatasetOptions {
@@ -65,6 +93,7 @@ impl Default for WebDatasetOptions {
             image: WEBDATASET_IMAGE_EXTENSIONS.into(),
             label: Some("cls".into()),
             unpack_dir: None,
+            text: None,
         }
     }
 }
@@ -89,6 +118,8 @@ struct Entry {
     label: i64,
     /// The image member's name inside its shard.
     member: Box<str>,
+    /// The text member's offset and size, where one is read.
+    text: Option<(u64, u32)>,
 }
 
 /// WebDataset shards opened for random access.
@@ -100,6 +131,8 @@ pub struct WebDataset {
     entries: Vec<Entry>,
     ranges: Vec<Range<usize>>,
     classes: Option<usize>,
+    /// The text member's extension, where one is read.
+    text: Option<String>,
 }
 
 impl WebDataset {
@@ -115,13 +148,7 @@ impl WebDataset {
         shards: Vec<PathBuf>,
         options: &WebDatasetOptions,
     ) -> Result<Self, FormatError> {
-        let images: Vec<String> = options
-            .image
-            .split(';')
-            .filter(|e| !e.is_empty())
-            .map(str::to_ascii_lowercase)
-            .collect();
-        let label = options.label.as_deref().map(str::to_ascii_lowercase);
+        let fields = Fields::of(options);
         let mut entries = Vec::new();
         let mut ranges = Vec::with_capacity(shards.len());
         let mut last_key: Option<(String, usize)> = None;
@@ -131,7 +158,7 @@ impl WebDataset {
                 path: path.clone(),
                 reason: "more shards than a 32-bit count".into(),
             })?;
-            let members = list_members(&files[number], path, label.as_deref())?;
+            let members = list_members(&files[number], path, fields.label.as_deref())?;
             let first = members.iter().find_map(|m| split_name(&m.name));
             if let (Some((previous, at)), Some((key, _))) = (&last_key, first)
                 && previous == key
@@ -143,14 +170,7 @@ impl WebDataset {
                 });
             }
             let start = entries.len();
-            if let Some(last) = group(
-                path,
-                shard,
-                &members,
-                &images,
-                label.as_deref(),
-                &mut entries,
-            )? {
+            if let Some(last) = group(path, shard, &members, &fields, &mut entries)? {
                 last_key = Some((last, number));
             }
             ranges.push(start..entries.len());
@@ -161,7 +181,7 @@ impl WebDataset {
                 what: "the WebDataset shards hold no sample with an image",
             });
         }
-        let classes = label.as_ref().and_then(|_| {
+        let classes = fields.label.as_ref().and_then(|_| {
             let max = entries.iter().map(|e| e.label).max()?;
             usize::try_from(max).ok().map(|m| m + 1)
         });
@@ -171,6 +191,7 @@ impl WebDataset {
             entries,
             ranges,
             classes,
+            text: fields.text,
         })
     }
 
@@ -206,6 +227,27 @@ impl WebDataset {
                 path: self.member_path(entry),
                 source,
             })
+    }
+}
+
+impl WebDataset {
+    /// Sample `index`'s text member (`KEY.ext`) as UTF-8.
+    fn read_text(&self, index: usize, ext: &str) -> Result<String, Error> {
+        check_index(index, self.entries.len())?;
+        let entry = &self.entries[index];
+        let (offset, len) = entry.text.unwrap_or_default();
+        let key = self.key(index).unwrap_or_default();
+        let shard = &self.shards[entry.shard as usize];
+        let bad = |reason: String| FormatError::TarMember {
+            shard: shard.clone(),
+            member: format!("{key}.{ext}"),
+            reason,
+        };
+        let file = open_regular(&self.files[entry.shard as usize])?;
+        let mut bytes = vec![0; len as usize];
+        file.read_exact_at(&mut bytes, offset)
+            .map_err(|e| bad(format!("cannot read the text: {e}")))?;
+        Ok(String::from_utf8(bytes).map_err(|e| bad(format!("text is not UTF-8: {e}")))?)
     }
 }
 
@@ -319,8 +361,7 @@ fn group(
     path: &Path,
     shard: u32,
     members: &[Member],
-    images: &[String],
-    label: Option<&str>,
+    fields: &Fields,
     out: &mut Vec<Entry>,
 ) -> Result<Option<String>, FormatError> {
     let mut seen = HashSet::new();
@@ -350,8 +391,7 @@ fn group(
             shard,
             key,
             &members[start..end],
-            images,
-            label,
+            fields,
         )?);
         last = Some(key);
         start = end;
@@ -365,9 +405,9 @@ fn sample_entry(
     shard: u32,
     key: &str,
     members: &[Member],
-    images: &[String],
-    label: Option<&str>,
+    fields: &Fields,
 ) -> Result<Entry, FormatError> {
+    let images = &fields.images;
     let bad = |member: &str, reason: String| FormatError::TarMember {
         shard: path.to_owned(),
         member: member.to_owned(),
@@ -403,7 +443,7 @@ fn sample_entry(
             ),
         ));
     }
-    let label = match label {
+    let label = match fields.label.as_deref() {
         None => -1,
         Some(ext) => {
             let m = members
@@ -425,12 +465,32 @@ fn sample_entry(
                 })?
         }
     };
+    let text = match fields.text.as_deref() {
+        None => None,
+        Some(ext) => {
+            let m = members
+                .iter()
+                .find(|m| ext_of(m).as_deref() == Some(ext))
+                .ok_or_else(|| bad(key, format!("sample without a .{ext} text member")))?;
+            if m.size > MAX_TEXT_BYTES {
+                return Err(bad(
+                    &m.name,
+                    format!(
+                        "a text member of {} bytes, past the {MAX_TEXT_BYTES}-byte bound",
+                        m.size
+                    ),
+                ));
+            }
+            Some((m.offset, m.size as u32))
+        }
+    };
     Ok(Entry {
         shard,
         offset: image.offset,
         len: image.size as u32,
         label,
         member: image.name.clone().into_boxed_str(),
+        text,
     })
 }
 
@@ -474,6 +534,10 @@ impl Dataset for WebDataset {
     }
     fn num_classes(&self) -> Option<usize> {
         self.classes
+    }
+    fn text(&self, index: usize) -> Option<Result<String, Error>> {
+        let ext = self.text.as_deref()?;
+        Some(self.read_text(index, ext))
     }
 }
 

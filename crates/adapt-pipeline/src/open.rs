@@ -51,6 +51,11 @@ pub struct SampleFields {
     /// WebDataset: the label member's extension (an integer in ASCII).
     /// Parquet: the integer label column. `None`: no labels (-1).
     pub label: Option<String>,
+    /// WebDataset: the text member's extension (a caption, `txt` or
+    /// `json`), read beside each sample (`Dataset::text`); `None`: none.
+    /// Parquet refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 impl SampleFields {
@@ -63,6 +68,7 @@ impl SampleFields {
                 Some(Self {
                     image: o.image,
                     label: o.label,
+                    text: o.text,
                 })
             }
             "parquet" => {
@@ -70,6 +76,7 @@ impl SampleFields {
                 Some(Self {
                     image: o.image,
                     label: o.label,
+                    text: None,
                 })
             }
             _ => None,
@@ -408,6 +415,7 @@ pub fn open_webdataset(
         image: members.image.clone(),
         label: members.label.clone(),
         unpack_dir: Some(unpack_dir()),
+        text: members.text.clone(),
     };
     let dataset = match file_list(path, "WebDataset shards")? {
         FileList::Local(spec) => WebDataset::open(spec, &options)?,
@@ -440,6 +448,13 @@ pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset
         image: columns.image.clone(),
         label: columns.label.clone(),
     };
+    if let Some(text) = &columns.text {
+        return Err(PipelineError::Option(format!(
+            "{}: a text field ({text:?}) is read from WebDataset members only; Parquet text \
+             columns are not read (leave text unset)",
+            path.display()
+        )));
+    }
     parquet_built(path)?;
     read_parquet(file_list(path, "Parquet files")?, &options)
 }

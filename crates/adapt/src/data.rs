@@ -71,4 +71,26 @@ impl Data {
     pub fn source(&self, index: usize) -> String {
         self.opened.dataset.source(index)
     }
+
+    /// The texts (captions) of samples `indices`, in order, where the
+    /// dataset was opened with a text field; `None` when it has none.
+    pub fn texts(&self, indices: &[usize]) -> Result<Option<Vec<String>>, AdaptError> {
+        let ds = &self.opened.dataset;
+        let mut out = Vec::with_capacity(indices.len());
+        for &index in indices {
+            match ds.text(index) {
+                None => return Ok(None),
+                Some(Ok(t)) => out.push(t),
+                Some(Err(source)) => {
+                    return Err(PipelineError::Sample {
+                        index,
+                        origin: ds.source(index),
+                        source,
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(Some(out))
+    }
 }

@@ -380,3 +380,60 @@ fn gzip_compressed_shards_are_decompressed_once_and_read_as_the_plain_ones() {
         "{e}"
     );
 }
+
+#[test]
+fn text_members_are_read_beside_each_sample_and_named_when_bad() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WebDatasetWriter::new(dir.path(), "cap", 4).unwrap();
+    for i in 0..6u32 {
+        let image = png(i);
+        let caption = format!("a photo of sample {i} ✓");
+        let members: [(&str, &[u8]); 3] =
+            [("png", &image), ("cls", b"1"), ("TXT", caption.as_bytes())];
+        w.write(&format!("k{i:03}"), &members).unwrap();
+    }
+    w.finish().unwrap();
+    let spec = dir.path().display().to_string();
+    let with_text = WebDatasetOptions {
+        text: Some("txt".into()),
+        ..WebDatasetOptions::default()
+    };
+    let ds = WebDataset::open(&spec, &with_text).unwrap();
+    for i in [0, 3, 5] {
+        let t = ds.text(i).unwrap().unwrap();
+        assert_eq!(t, format!("a photo of sample {i} ✓"));
+        assert_eq!(ds.get(i).unwrap().pixels, pattern(6, 4, 3, i as u32));
+    }
+    assert!(ds.text(6).unwrap().is_err());
+    // Forwarded by the wrappers: a subset answers its parent's text.
+    let sub = adapt_dataset::Subset::new(std::sync::Arc::new(ds), vec![4]).unwrap();
+    assert_eq!(sub.text(0).unwrap().unwrap(), "a photo of sample 4 ✓");
+    // Without a text field: none.
+    let plain = WebDataset::open(&spec, &WebDatasetOptions::default()).unwrap();
+    assert!(plain.text(0).is_none());
+    // A sample without the member, and a member that is not UTF-8: named.
+    let json = WebDatasetOptions {
+        text: Some("json".into()),
+        ..WebDatasetOptions::default()
+    };
+    let e = WebDataset::open(&spec, &json).err().unwrap().to_string();
+    assert!(
+        e.contains("cap-000000.tar") && e.contains("k000") && e.contains(".json text member"),
+        "{e}"
+    );
+    let bad = dir.path().join("bad.tar");
+    tar_of(
+        &bad,
+        &[
+            ("x.png", png(0)),
+            ("x.cls", b"0".to_vec()),
+            ("x.txt", vec![0xff, 0xfe]),
+        ],
+    );
+    let ds = WebDataset::open(&bad.display().to_string(), &with_text).unwrap();
+    let e = ds.text(0).unwrap().unwrap_err().to_string();
+    assert!(
+        e.contains("bad.tar") && e.contains("x.txt") && e.contains("UTF-8"),
+        "{e}"
+    );
+}

@@ -69,6 +69,7 @@ impl FieldArgs {
                 Some(l) if l.eq_ignore_ascii_case("none") => None,
                 Some(l) => Some(l.to_owned()),
             },
+            text: None,
         });
         Ok(spec)
     }
