@@ -318,25 +318,33 @@ class _Files(_Spec):
 
     _exts = ("",)
 
-    def __init__(self, urls, image, label, *, split=None, resize=None):
+    _text_hint = ""
+
+    def __init__(self, urls, image, label, *, text=None, split=None, resize=None):
         urls, spec = _file_list(urls, self._what, self.kind, split, self._exts)
         if not isinstance(image, str) or not image:
             raise TypeError(f"image must be {self._image_hint}")
         if label is not None and not isinstance(label, str):
             raise TypeError(f"label must be {self._label_hint}, or None")
+        if text is not None and (not isinstance(text, str) or not text):
+            raise TypeError(f"text must be {self._text_hint}, or None")
         super().__init__(spec, resize=resize)
         self.urls, self.image, self.label, self.split = urls, image, label, split
+        self.text, self.has_text = text, text is not None
 
     def _spec(self):
         s = super()._spec()
         s["path"] = self.root
         s["fields"] = {"image": self.image, "label": self.label}
+        if self.text is not None:
+            s["fields"]["text"] = self.text
         return s
 
     def __repr__(self):
         split = "" if self.split is None else f", split={self.split!r}"
+        text = "" if self.text is None else f", text={self.text!r}"
         return (f"{type(self).__name__}({self.urls!r}, image={self.image!r}, "
-                f"label={self.label!r}{split})")
+                f"label={self.label!r}{text}{split})")
 
 
 class WebDataset(_Files):
@@ -381,23 +389,11 @@ class WebDataset(_Files):
     _image_hint = "an extension such as 'jpg' or 'jpg;png'"
     _label_hint = "an extension such as 'cls'"
 
+    _text_hint = "an extension such as 'txt' or 'json'"
+
     def __init__(self, urls, image="jpg;jpeg;png;webp", label="cls", *, text=None, split=None,
                  resize=None):
-        if text is not None and (not isinstance(text, str) or not text):
-            raise TypeError("text must be an extension such as 'txt' or 'json', or None")
-        super().__init__(urls, image, label, split=split, resize=resize)
-        self.text = text
-        self.has_text = text is not None
-
-    def _spec(self):
-        s = super()._spec()
-        if self.text is not None:
-            s["fields"]["text"] = self.text
-        return s
-
-    def __repr__(self):
-        r = super().__repr__()
-        return r if self.text is None else f"{r[:-1]}, text={self.text!r})"
+        super().__init__(urls, image, label, text=text, split=split, resize=resize)
 
 
 class Parquet(_Files):
@@ -422,6 +418,11 @@ class Parquet(_Files):
     `split="test"` reads a folder's split as the Hub lays it out
     (`data/test-*.parquet`, `test-*`, `test/*`, or `refs/convert/parquet`'s
     `CONFIG/test/*.parquet`).
+
+    `text="text"` names a string column (captions) read at open and held
+    in memory: `ds[i]` is then `(image, label, text)` and a `DataLoader`
+    yields `(images, labels, texts)`, as for `WebDataset(..., text=...)`;
+    a null text fails the read of its row, naming it.
     """
 
     kind = "parquet"
@@ -430,8 +431,10 @@ class Parquet(_Files):
     _image_hint = "a column name such as 'image'"
     _label_hint = "a column name such as 'label'"
 
-    def __init__(self, urls, image="image", label="label", *, split=None, resize=None):
-        super().__init__(urls, image, label, split=split, resize=resize)
+    _text_hint = "a string column's name such as 'text'"
+
+    def __init__(self, urls, image="image", label="label", *, text=None, split=None, resize=None):
+        super().__init__(urls, image, label, text=text, split=split, resize=resize)
 
 
 class CelebADigiFace(_Spec):

@@ -176,3 +176,46 @@ def test_the_hubs_parquet_urls_are_fetched_and_read_as_local_files(hub, http_fol
     for i in range(35):
         np.testing.assert_array_equal(remote[i][0], local[i][0])
         assert remote[i][1] == local[i][1]
+
+
+def test_a_text_column_comes_with_each_sample_and_batch(tmp_path):
+    # A caption column as image-text datasets on the Hub have it (string,
+    # one null, dictionary-encoded by pyarrow's default).
+    rows = range(12)
+    captions = [None if i == 7 else f"a picture, number {i} ✓" for i in rows]
+    table = _hf_table(rows).append_column("caption", pa.array(captions, type=pa.string()))
+    pq.write_table(table, tmp_path / "train-00000-of-00001.parquet", row_group_size=5)
+    ds = adapt.datasets.Parquet(str(tmp_path), text="caption")
+    theirs = pq.read_table(tmp_path / "train-00000-of-00001.parquet").to_pylist()
+    for i in (0, 6, 11):
+        pixels, label, text = ds[i]
+        np.testing.assert_array_equal(pixels, _image(i))
+        assert (label, text) == (theirs[i]["label"], theirs[i]["caption"])
+    with pytest.raises(adapt.SampleError, match=r"row group 1, row 2\).*caption is null"):
+        ds[7]
+    kw = dict(batch_size=4, shuffle=True, seed=2, transform="random_crop(8)", output="u8")
+    # The batch holding the null row fails, naming it.
+    with pytest.raises(adapt.SampleError, match="caption is null"):
+        list(adapt.DataLoader(ds, **kw))
+    # Without the null: each batch's texts in its order, the same for any
+    # worker count, random and streamed.
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    table = _hf_table(rows).append_column("caption", pa.array([f"a picture, number {i} ✓" for i in rows]))
+    pq.write_table(table, clean / "train-00000-of-00001.parquet", row_group_size=5)
+    for stream in (None, 4):
+        epochs = []
+        for workers in (0, 2):
+            loader = adapt.DataLoader(adapt.datasets.Parquet(str(clean), text="caption"),
+                                      num_workers=workers, stream=stream, **kw)
+            epoch = [(labels.tolist(), texts) for _, labels, texts in loader]
+            for labels, texts in epoch:
+                assert [int(t.split()[-2]) % 4 for t in texts] == labels
+            assert sorted(t for _, texts in epoch for t in texts) == sorted(
+                f"a picture, number {i} ✓" for i in rows)
+            epochs.append(epoch)
+        assert epochs[0] == epochs[1]
+    with pytest.raises(adapt.DataError, match=r"no text column \"nope\""):
+        len(adapt.datasets.Parquet(str(tmp_path), text="nope"))
+    with pytest.raises(adapt.DataError, match="the text column label is INT64, not a string"):
+        len(adapt.datasets.Parquet(str(tmp_path), text="label"))

@@ -10,10 +10,12 @@
 //! Labels are read at open (a small column), so a damaged label column or a
 //! file without the named columns fails at once naming the file; a null
 //! image or a value past the member bound fails the read of that sample
-//! only, naming the file, row group and row.
+//! only, naming the file, row group and row. A text column (captions),
+//! where one is named, is read at open too (`text`).
 
 mod cache;
 mod chunk;
+mod text;
 mod writer;
 
 pub use writer::{ParquetWriter, ParquetWriterOptions};
@@ -61,6 +63,8 @@ pub struct Parquet {
     files: Vec<File>,
     groups: Vec<Group>,
     labels: Vec<i64>,
+    /// Each row's text, where a text column is read (null: `None`).
+    texts: Option<text::Texts>,
     class_names: Option<Vec<String>>,
     classes: Option<usize>,
     cache: RowGroupCache,
@@ -85,6 +89,7 @@ impl Parquet {
         let mut files = Vec::with_capacity(paths.len());
         let mut groups = Vec::new();
         let mut labels = Vec::new();
+        let mut texts = options.text.as_ref().map(|c| text::Texts::new(c));
         let mut class_names = None;
         for (number, path) in paths.into_iter().enumerate() {
             let file = open_file(path, options)?;
@@ -93,6 +98,9 @@ impl Parquet {
                 reason: "more files than a 32-bit count".into(),
             })?;
             add_groups(&file, number, options, &mut groups, &mut labels)?;
+            if let Some(texts) = &mut texts {
+                texts.add_file(&file, number, &groups)?;
+            }
             if class_names.is_none() {
                 class_names = options
                     .label
@@ -119,6 +127,7 @@ impl Parquet {
             files,
             groups,
             labels,
+            texts,
             class_names,
             classes,
             cache: RowGroupCache::new(PARQUET_CACHE_BYTES),
@@ -202,36 +211,56 @@ impl Parquet {
             path: PathBuf::from(format!("{} (row group {})", file.path.display(), g.number)),
             reason,
         };
-        let reader = column_of(file, g.number as usize, file.image_leaf).map_err(bad)?;
-        let ColumnReader::ByteArrayColumnReader(reader) = reader else {
-            return Err(bad("the image column is not binary".into()));
-        };
-        let (values, defs) =
-            read_column(reader, g.rows).map_err(|e| bad(format!("the image column: {e}")))?;
-        let max_def = file.image.max_def_level();
-        let count = if max_def == 0 {
-            values.len()
-        } else {
-            defs.len()
-        };
-        if count != g.rows {
-            return Err(bad(format!(
-                "the row group declares {} rows, its image column holds {count}",
-                g.rows
-            )));
-        }
-        let mut values = values.into_iter();
-        let mut bytes = 0;
-        let mut next = || values.next().inspect(|v| bytes += v.len());
-        let rows = if max_def == 0 {
-            (0..g.rows).map(|_| next()).collect()
-        } else {
-            defs.iter()
-                .map(|&d| if d == max_def { next() } else { None })
-                .collect()
-        };
+        let rows = binary_rows(file, g, file.image_leaf, "image").map_err(bad)?;
+        let bytes = rows.iter().flatten().map(ByteArray::len).sum();
         Ok(Images { rows, bytes })
     }
+}
+
+/// Leaf column `leaf`'s maximum definition level (0: never null).
+fn max_def_level(file: &File, leaf: usize) -> i16 {
+    file.reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .column(leaf)
+        .max_def_level()
+}
+
+/// Row group `g`'s binary column `leaf` (the `what` column in messages),
+/// one value per row (`None` for a null).
+fn binary_rows(
+    file: &File,
+    g: &Group,
+    leaf: usize,
+    what: &str,
+) -> Result<Vec<Option<ByteArray>>, String> {
+    let reader = column_of(file, g.number as usize, leaf)?;
+    let ColumnReader::ByteArrayColumnReader(reader) = reader else {
+        return Err(format!("the {what} column is not binary"));
+    };
+    let (values, defs) =
+        read_column(reader, g.rows).map_err(|e| format!("the {what} column: {e}"))?;
+    let max_def = max_def_level(file, leaf);
+    let count = if max_def == 0 {
+        values.len()
+    } else {
+        defs.len()
+    };
+    if count != g.rows {
+        return Err(format!(
+            "the row group declares {} rows, its {what} column holds {count}",
+            g.rows
+        ));
+    }
+    let mut values = values.into_iter();
+    Ok(if max_def == 0 {
+        (0..g.rows).map(|_| values.next()).collect()
+    } else {
+        defs.iter()
+            .map(|&d| if d == max_def { values.next() } else { None })
+            .collect()
+    })
 }
 
 /// Opens one file and finds its image column.
@@ -247,9 +276,12 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
     })
     .map_err(|e| bad(format!("not a readable Parquet file: {e}")))?;
     let schema = reader.metadata().file_metadata().schema_descr();
-    let image_leaf = leaf(schema, &options.image, true).map_err(bad)?;
+    let image_leaf = leaf(schema, &options.image, Column::Image).map_err(bad)?;
     if let Some(label) = &options.label {
-        leaf(schema, label, false).map_err(bad)?;
+        leaf(schema, label, Column::Label).map_err(bad)?;
+    }
+    if let Some(text) = &options.text {
+        leaf(schema, text, Column::Text).map_err(bad)?;
     }
     let image = schema.column(image_leaf);
     Ok(File {
@@ -260,17 +292,33 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
     })
 }
 
+/// What a column is read as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Column {
+    /// Encoded images: a `{bytes, path}` struct or binary.
+    Image,
+    /// An integer label.
+    Label,
+    /// A string (UTF-8 binary).
+    Text,
+}
+
 /// The leaf column read for `column`: an image column's `bytes` field (or
-/// the column itself when binary), a label column itself (an integer).
-fn leaf(schema: &SchemaDescriptor, column: &str, image: bool) -> Result<usize, String> {
+/// the column itself when binary), a label column itself (an integer), a
+/// text column itself (binary).
+fn leaf(schema: &SchemaDescriptor, column: &str, kind: Column) -> Result<usize, String> {
     let leaves = schema.columns();
     let named = |parts: &[&str]| leaves.iter().position(|c| c.path().parts() == parts);
-    let found = if image {
+    let found = if kind == Column::Image {
         named(&[column, "bytes"]).or_else(|| named(&[column]))
     } else {
         named(&[column])
     };
-    let what = if image { "image" } else { "label" };
+    let what = match kind {
+        Column::Image => "image",
+        Column::Label => "label",
+        Column::Text => "text",
+    };
     let Some(at) = found else {
         let names: Vec<String> = leaves.iter().map(|c| c.path().string()).collect();
         return Err(format!(
@@ -279,16 +327,19 @@ fn leaf(schema: &SchemaDescriptor, column: &str, image: bool) -> Result<usize, S
         ));
     };
     let c = &leaves[at];
-    let kind = c.physical_type();
-    let fits = if image {
-        kind == Physical::BYTE_ARRAY
-    } else {
-        matches!(kind, Physical::INT32 | Physical::INT64)
+    let physical = c.physical_type();
+    let fits = match kind {
+        Column::Image | Column::Text => physical == Physical::BYTE_ARRAY,
+        Column::Label => matches!(physical, Physical::INT32 | Physical::INT64),
     };
     if !fits {
-        let want = if image { "binary" } else { "an integer" };
+        let want = match kind {
+            Column::Image => "binary",
+            Column::Label => "an integer",
+            Column::Text => "a string",
+        };
         return Err(format!(
-            "the {what} column {} is {kind}, not {want}",
+            "the {what} column {} is {physical}, not {want}",
             c.path().string()
         ));
     }
@@ -313,7 +364,7 @@ fn add_groups(
     let schema = meta.file_metadata().schema_descr();
     let label_leaf = match &options.label {
         Some(l) => Some(
-            leaf(schema, l, false).map_err(|reason| FormatError::Parquet {
+            leaf(schema, l, Column::Label).map_err(|reason| FormatError::Parquet {
                 path: file.path.clone(),
                 reason,
             })?,
@@ -356,13 +407,7 @@ fn read_labels(
     out: &mut Vec<i64>,
 ) -> Result<(), String> {
     let column = column_of(file, group, leaf)?;
-    let max_def = file
-        .reader
-        .metadata()
-        .file_metadata()
-        .schema_descr()
-        .column(leaf)
-        .max_def_level();
+    let max_def = max_def_level(file, leaf);
     let (values, defs): (Vec<i64>, Vec<i16>) = match column {
         ColumnReader::Int64ColumnReader(r) => read_column(r, rows)?,
         ColumnReader::Int32ColumnReader(r) => {
@@ -550,6 +595,13 @@ impl Dataset for Parquet {
     }
     fn num_classes(&self) -> Option<usize> {
         self.classes
+    }
+    fn text(&self, index: usize) -> Option<Result<String, Error>> {
+        let texts = self.texts.as_ref()?;
+        Some(
+            check_index(index, self.labels.len())
+                .and_then(|()| texts.get(index, || self.place(index)).map_err(Error::from)),
+        )
     }
 }
 

@@ -27,6 +27,9 @@ pub struct ParquetOptions {
     /// The integer label column; `None` for unlabelled data (labels -1).
     /// A null label reads as -1, as `datasets` marks a missing `ClassLabel`.
     pub label: Option<String>,
+    /// A string column read as each sample's text (a caption), held in
+    /// memory from the open; `None` reads none.
+    pub text: Option<String>,
 }
 
 impl Default for ParquetOptions {
@@ -36,6 +39,7 @@ impl Default for ParquetOptions {
         Self {
             image: "image".into(),
             label: Some("label".into()),
+            text: None,
         }
     }
 }

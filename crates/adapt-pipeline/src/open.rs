@@ -52,8 +52,8 @@ pub struct SampleFields {
     /// Parquet: the integer label column. `None`: no labels (-1).
     pub label: Option<String>,
     /// WebDataset: the text member's extension (a caption, `txt` or
-    /// `json`), read beside each sample (`Dataset::text`); `None`: none.
-    /// Parquet refuses it.
+    /// `json`). Parquet: a string column. Read beside each sample
+    /// (`Dataset::text`); `None`: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -447,14 +447,8 @@ pub fn open_parquet(path: &Path, columns: &SampleFields) -> Result<OpenedDataset
     let options = ParquetOptions {
         image: columns.image.clone(),
         label: columns.label.clone(),
+        text: columns.text.clone(),
     };
-    if let Some(text) = &columns.text {
-        return Err(PipelineError::Option(format!(
-            "{}: a text field ({text:?}) is read from WebDataset members only; Parquet text \
-             columns are not read (leave text unset)",
-            path.display()
-        )));
-    }
     parquet_built(path)?;
     read_parquet(file_list(path, "Parquet files")?, &options)
 }

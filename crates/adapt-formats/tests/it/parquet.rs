@@ -128,6 +128,7 @@ fn names_what_is_wrong() {
     let crossed = ParquetOptions {
         image: "label".into(),
         label: Some("image".into()),
+        text: None,
     };
     let e = Parquet::open(&one, &crossed).err().unwrap().to_string();
     assert!(e.contains("is INT64, not binary"), "{e}");
