@@ -399,7 +399,9 @@ class WebDataset(_Files):
 class Parquet(_Files):
     """Parquet files in the Hugging Face layout read in place: `image` names
     the image column (a `{bytes, path}` struct, as the `datasets` `Image`
-    feature stores it, or a binary column), `label` the integer label
+    feature stores it, or a binary column; a row with null bytes is read
+    from the file its `path` names, beside the Parquet file or as written,
+    as `datasets` keeps images it was given as files), `label` the integer label
     column (`None` for unlabelled data, labels -1; a null label reads as
     -1). `classes` are the `ClassLabel` names when the files carry the
     `huggingface` metadata.

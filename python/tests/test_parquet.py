@@ -105,7 +105,8 @@ def test_bad_files_name_the_file_column_and_row(tmp_path):
     ds = adapt.datasets.Parquet(str(path))
     assert ds[0][1] == 0
     # A bad row fails its own read only (a SampleError), naming the row.
-    with pytest.raises(adapt.SampleError, match=r"x\.parquet \(row group 0, row 1\): the image column image\.bytes is null"):
+    # Row 1 stores only a path, to a file that is not there.
+    with pytest.raises(adapt.SampleError, match=r"x\.parquet \(row group 0, row 1\): the image path \"lost\.png\""):
         ds[1]
     with pytest.raises(adapt.SampleError, match=r"x\.parquet \(row group 0, row 2\)"):
         ds[2]
@@ -219,3 +220,31 @@ def test_a_text_column_comes_with_each_sample_and_batch(tmp_path):
         len(adapt.datasets.Parquet(str(tmp_path), text="nope"))
     with pytest.raises(adapt.DataError, match="the text column label is INT64, not a string"):
         len(adapt.datasets.Parquet(str(tmp_path), text="label"))
+
+
+def test_images_stored_as_paths_only_are_read_from_their_files(tmp_path):
+    # `datasets` keeps an Image it was given as a file as {bytes: None,
+    # path} unless asked to embed it (push_to_hub does): read the file,
+    # beside the Parquet file or as written.
+    (tmp_path / "img").mkdir()
+    absolute = tmp_path / "elsewhere"
+    absolute.mkdir()
+    rows = []
+    for i in range(6):
+        target = (tmp_path / "img" / f"{i}.png") if i % 2 else (absolute / f"{i}.png")
+        target.write_bytes(_png(i))
+        path = f"img/{i}.png" if i % 2 else str(target)
+        rows.append({"bytes": _png(i) if i == 4 else None, "path": path})
+    images = pa.array(rows, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+    pq.write_table(pa.table({"image": images, "label": pa.array([i % 4 for i in range(6)])}),
+                   tmp_path / "train-00000-of-00001.parquet", row_group_size=4)
+    ds = adapt.datasets.Parquet(str(tmp_path / "train-00000-of-00001.parquet"))
+    for i in range(6):
+        pixels, label = ds[i]
+        np.testing.assert_array_equal(pixels, _image(i))
+        assert label == i % 4
+    kw = dict(batch_size=3, shuffle=True, seed=4, transform="random_crop(8)", output="u8")
+    assert _epoch(adapt.DataLoader(ds, num_workers=2, **kw)) == _epoch(adapt.DataLoader(ds, **kw))
+    (tmp_path / "img" / "3.png").unlink()
+    with pytest.raises(adapt.SampleError, match=r"row group 0, row 3\): the image path \"img/3\.png\""):
+        ds[3]

@@ -1,5 +1,6 @@
 //! Parquet files in the Hugging Face layout read in place: an image column
-//! of `{bytes, path}` structs (the `datasets` `Image` feature) or raw binary,
+//! of `{bytes, path}` structs (the `datasets` `Image` feature; a row with
+//! only a `path` is read from that file) or raw binary,
 //! an integer label column (`ClassLabel`, its names taken from the
 //! `huggingface` metadata), several files per split. Row groups are the unit
 //! of reading: a sample's read decodes its row group's image column once
@@ -48,6 +49,9 @@ struct File {
     reader: SerializedFileReader<PositionedFile>,
     image: Arc<ColumnDescriptor>,
     image_leaf: usize,
+    /// The image struct's `path` field, where it has one (read for rows
+    /// whose bytes are null).
+    path_leaf: Option<usize>,
 }
 
 /// One row group: its file, its number there and its first sample.
@@ -183,17 +187,23 @@ impl Parquet {
         let group = self.group_of(index);
         let images = self.cache.get(group, || self.decode_group(group))?;
         let g = &self.groups[group];
-        let value = images.rows.get(index - g.first).cloned().flatten();
+        let row = index - g.first;
+        let value = images.rows.get(row).cloned().flatten();
         let bad = |reason: String| FormatError::Parquet {
             path: self.place(index),
             reason,
         };
-        let value = value.ok_or_else(|| {
-            bad(format!(
-                "the image column {} is null (no embedded image bytes)",
-                self.files[g.file as usize].image.path().string()
-            ))
-        })?;
+        let file = &self.files[g.file as usize];
+        let value = match (value, images.paths.get(row).cloned().flatten()) {
+            (Some(v), _) => v,
+            (None, Some(p)) => external_image(&file.path, p.data()).map_err(bad)?,
+            (None, None) => {
+                return Err(bad(format!(
+                    "the image column {} is null (no embedded image bytes and no path)",
+                    file.image.path().string()
+                )));
+            }
+        };
         if value.len() as u64 > MAX_MEMBER_BYTES {
             return Err(bad(format!(
                 "an image of {} bytes, past the {MAX_MEMBER_BYTES}-byte bound",
@@ -212,9 +222,53 @@ impl Parquet {
             reason,
         };
         let rows = binary_rows(file, g, file.image_leaf, "image").map_err(bad)?;
-        let bytes = rows.iter().flatten().map(ByteArray::len).sum();
-        Ok(Images { rows, bytes })
+        let paths = match file.path_leaf {
+            Some(leaf) if rows.iter().any(Option::is_none) => {
+                let paths = binary_rows(file, g, leaf, "image path").map_err(bad)?;
+                rows.iter()
+                    .zip(paths)
+                    .map(|(r, p)| if r.is_none() { p } else { None })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let bytes = rows
+            .iter()
+            .chain(&paths)
+            .flatten()
+            .map(ByteArray::len)
+            .sum();
+        Ok(Images { rows, paths, bytes })
     }
+}
+
+/// The image of a row that stores only its `path`, as `datasets` stores
+/// images it was given as files: the file at `path`, taken relative to the
+/// folder of the Parquet file `parquet` (where it is found there) or else
+/// as written (the working directory, as `datasets` opens it); at most
+/// [`MAX_MEMBER_BYTES`].
+fn external_image(parquet: &Path, path: &[u8]) -> Result<ByteArray, String> {
+    let path = std::str::from_utf8(path).map_err(|_| "the image path is not UTF-8".to_owned())?;
+    let beside = parquet.parent().map(|d| d.join(path));
+    let file = match beside.filter(|p| p.is_file()) {
+        Some(p) => p,
+        None => PathBuf::from(path),
+    };
+    let handle = open_regular(&file).map_err(|e| format!("the image path {path:?}: {e}"))?;
+    let len = handle
+        .metadata()
+        .map_err(|e| format!("{}: {e}", file.display()))?
+        .len();
+    if len > MAX_MEMBER_BYTES {
+        return Err(format!(
+            "{}: an image of {len} bytes, past the {MAX_MEMBER_BYTES}-byte bound",
+            file.display()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&handle, len), &mut bytes)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(ByteArray::from(bytes))
 }
 
 /// Leaf column `leaf`'s maximum definition level (0: never null).
@@ -284,11 +338,17 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
         leaf(schema, text, Column::Text).map_err(bad)?;
     }
     let image = schema.column(image_leaf);
+    let path_leaf = schema.columns().iter().position(|c| {
+        c.path().parts() == [options.image.as_str(), "path"]
+            && c.physical_type() == Physical::BYTE_ARRAY
+            && c.max_rep_level() == 0
+    });
     Ok(File {
         path,
         reader,
         image,
         image_leaf,
+        path_leaf,
     })
 }
 

@@ -22,7 +22,8 @@ impl crate::FormatError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParquetOptions {
     /// The image column: a `{bytes, path}` struct (its `bytes` field is
-    /// read) or a binary column.
+    /// read, or the file its `path` names where the bytes are null) or a
+    /// binary column.
     pub image: String,
     /// The integer label column; `None` for unlabelled data (labels -1).
     /// A null label reads as -1, as `datasets` marks a missing `ClassLabel`.

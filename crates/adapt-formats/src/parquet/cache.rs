@@ -11,6 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub(crate) struct Images {
     /// Each row's encoded image, sharing the decoded page buffers.
     pub(crate) rows: Vec<Option<ByteArray>>,
+    /// Where a row without embedded bytes has its image (the `path`
+    /// field of a `{bytes, path}` struct), for those rows; empty when
+    /// every row has its bytes.
+    pub(crate) paths: Vec<Option<ByteArray>>,
     /// What the values hold, counted against the budget.
     pub(crate) bytes: usize,
 }
@@ -140,6 +144,7 @@ mod tests {
     fn images(n: usize) -> Images {
         Images {
             rows: vec![Some(ByteArray::from(vec![7; n]))],
+            paths: Vec::new(),
             bytes: n,
         }
     }
