@@ -466,15 +466,15 @@ class DataLoader:
         tests; adapt's datasets only)."""
         if self._py is not None:
             raise ConfigTypeError("batches() is for adapt's own datasets; iterate the loader")
-        mine = self._iteration.begin()
-        self._start()
+        with self._iteration.begin() as mine:
+            self._start()
         return self._iteration.steps(self._drain(), mine)
 
     def __iter__(self):
         if self._py is not None:
             return iter(self._py)
-        mine = self._iteration.begin()
-        self._start()
+        with self._iteration.begin() as mine:
+            self._start()
         return self._iteration.steps((self._convert(d, labels) for d, labels in self._drain()), mine)
 
     def close(self):

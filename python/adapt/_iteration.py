@@ -4,6 +4,7 @@ loader while another does, an iterator of a closed loader, and a forked
 child's copy of a loader each raise RuntimeError; none waits for ever or
 yields batches of another epoch."""
 
+import contextlib
 import os
 import threading
 
@@ -37,15 +38,19 @@ class OneAtATime:
         """The loader was closed: its iterators refuse their next step."""
         self.closed = True
 
+    @contextlib.contextmanager
     def begin(self):
-        """A new iteration: older iterators are superseded. Returns its
-        generation for `steps`."""
+        """A new iteration, set up (its epoch started, its pool and batch
+        layout made) inside the `with`, under the guard: older iterators
+        are superseded, and another thread's iter() or step meanwhile is
+        refused by name, never met half set up. Gives its generation for
+        `steps`."""
         self.check_process()
         if not self.lock.acquire(blocking=False):
             raise RuntimeError(_OTHER_THREAD)
         try:
             self.generation += 1
-            return self.generation
+            yield self.generation
         finally:
             self.lock.release()
 

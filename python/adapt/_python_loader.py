@@ -342,20 +342,20 @@ class PythonLoader:
     def __iter__(self):
         if self._iteration.closed:
             raise RuntimeError("this adapt.DataLoader was closed")
-        mine = self._iteration.begin()
-        epoch = self._epoch
-        if self.iterable:
-            gen = self._iterate_iterable(epoch)
-        else:
-            epoch, batches, skip, plan = self._epoch_batches(epoch)
-            if not self._layout_known:
-                self._find_layout(epoch, batches[0][0] if batches and batches[0] else None)
-            self._current = [plan, skip]
-            gen = self._iterate_map(epoch, batches, skip)
-        # As PyTorch draws a new permutation on every iter(): the next
-        # iteration is the next epoch unless set_epoch says otherwise.
-        self._epoch = epoch + 1 if not self._epoch_set else self._epoch
-        self._epoch_set = False
+        with self._iteration.begin() as mine:
+            epoch = self._epoch
+            if self.iterable:
+                gen = self._iterate_iterable(epoch)
+            else:
+                epoch, batches, skip, plan = self._epoch_batches(epoch)
+                if not self._layout_known:
+                    self._find_layout(epoch, batches[0][0] if batches and batches[0] else None)
+                self._current = [plan, skip]
+                gen = self._iterate_map(epoch, batches, skip)
+            # As PyTorch draws a new permutation on every iter(): the next
+            # iteration is the next epoch unless set_epoch says otherwise.
+            self._epoch = epoch + 1 if not self._epoch_set else self._epoch
+            self._epoch_set = False
         return self._iteration.steps(gen, mine)
 
     def _iterate_map(self, epoch, batches, skip):
