@@ -35,7 +35,7 @@ def _refuse_download(download, what, layout):
 class _Spec:
     kind = ""
     _python_backed = False
-    #: Whether each sample carries a text (a WebDataset caption member).
+    #: Whether each sample carries a text (a caption member or column).
     has_text = False
 
     def __init__(self, root, *, resize=None):
@@ -330,7 +330,11 @@ class _Files(_Spec):
             raise TypeError(f"text must be {self._text_hint}, or None")
         super().__init__(spec, resize=resize)
         self.urls, self.image, self.label, self.split = urls, image, label, split
-        self.text, self.has_text = text, text is not None
+        self.text = text
+
+    @property
+    def has_text(self):
+        return self.text is not None
 
     def _spec(self):
         s = super()._spec()

@@ -166,7 +166,8 @@ pub trait Dataset: Send + Sync {
     }
 
     /// Sample `index`'s text (a caption: a WebDataset `txt` or `json`
-    /// member, as UTF-8) where the dataset was opened with a text field;
+    /// member, a Parquet string column) where the dataset was opened with a
+    /// text field;
     /// `None` (the default) when it has none.
     fn text(&self, _index: usize) -> Option<Result<String, Error>> {
         None

@@ -52,6 +52,8 @@ struct File {
     /// The image struct's `path` field, where it has one (read for rows
     /// whose bytes are null).
     path_leaf: Option<usize>,
+    /// The text column, where one is read.
+    text_leaf: Option<usize>,
 }
 
 /// One row group: its file, its number there and its first sample.
@@ -334,9 +336,10 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
     if let Some(label) = &options.label {
         leaf(schema, label, Column::Label).map_err(bad)?;
     }
-    if let Some(text) = &options.text {
-        leaf(schema, text, Column::Text).map_err(bad)?;
-    }
+    let text_leaf = match &options.text {
+        Some(text) => Some(leaf(schema, text, Column::Text).map_err(bad)?),
+        None => None,
+    };
     let image = schema.column(image_leaf);
     let path_leaf = schema.columns().iter().position(|c| {
         c.path().parts() == [options.image.as_str(), "path"]
@@ -349,6 +352,7 @@ fn open_file(path: PathBuf, options: &ParquetOptions) -> Result<File, FormatErro
         image,
         image_leaf,
         path_leaf,
+        text_leaf,
     })
 }
 

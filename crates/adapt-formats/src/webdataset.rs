@@ -228,26 +228,20 @@ impl WebDataset {
                 source,
             })
     }
-}
 
-impl WebDataset {
     /// Sample `index`'s text member (`KEY.ext`) as UTF-8.
     fn read_text(&self, index: usize, ext: &str) -> Result<String, Error> {
         check_index(index, self.entries.len())?;
         let entry = &self.entries[index];
         let (offset, len) = entry.text.unwrap_or_default();
-        let key = self.key(index).unwrap_or_default();
         let shard = &self.shards[entry.shard as usize];
-        let bad = |reason: String| FormatError::TarMember {
-            shard: shard.clone(),
-            member: format!("{key}.{ext}"),
-            reason,
-        };
+        let member = format!("{}.{ext}", self.key(index).unwrap_or_default());
         let file = open_regular(&self.files[entry.shard as usize])?;
         let mut bytes = vec![0; len as usize];
         file.read_exact_at(&mut bytes, offset)
-            .map_err(|e| bad(format!("cannot read the text: {e}")))?;
-        Ok(String::from_utf8(bytes).map_err(|e| bad(format!("text is not UTF-8: {e}")))?)
+            .map_err(|e| tar_member(shard, &member, format!("cannot read the text: {e}")))?;
+        Ok(String::from_utf8(bytes)
+            .map_err(|e| tar_member(shard, &member, format!("text is not UTF-8: {e}")))?)
     }
 }
 
@@ -271,11 +265,7 @@ fn list_members(
 ) -> Result<Vec<Member>, FormatError> {
     let file = open_regular(path)?;
     let file_len = file.metadata().map_err(FormatError::io(path))?.len();
-    let bad = |member: &str, reason: String| FormatError::TarMember {
-        shard: shard.to_owned(),
-        member: member.to_owned(),
-        reason,
-    };
+    let bad = |member: &str, reason: String| tar_member(shard, member, reason);
     // A small buffer: each header is one read; seeking past the data
     // discards the buffer, so a large one would read the data anyway.
     let mut archive = tar::Archive::new(BufReader::with_capacity(4096, file));
@@ -377,14 +367,14 @@ fn group(
             end += 1;
         }
         if !seen.insert(key) {
-            return Err(FormatError::TarMember {
-                shard: path.to_owned(),
-                member: members[start].name.clone(),
-                reason: format!(
+            return Err(tar_member(
+                path,
+                &members[start].name,
+                format!(
                     "key {key:?} appears again apart from its other members (WebDataset groups \
                      consecutive members of a key)"
                 ),
-            });
+            ));
         }
         out.push(sample_entry(
             path,
@@ -408,25 +398,24 @@ fn sample_entry(
     fields: &Fields,
 ) -> Result<Entry, FormatError> {
     let images = &fields.images;
-    let bad = |member: &str, reason: String| FormatError::TarMember {
-        shard: path.to_owned(),
-        member: member.to_owned(),
-        reason,
-    };
-    let ext_of = |m: &Member| split_name(&m.name).map(|(_, e)| e.to_ascii_lowercase());
     let mut exts = HashSet::new();
     for m in members {
-        if let Some(e) = ext_of(m)
+        if let Some(e) = member_ext(m)
             && !exts.insert(e.clone())
         {
-            return Err(bad(&m.name, format!("a second .{e} member of key {key:?}")));
+            return Err(tar_member(
+                path,
+                &m.name,
+                format!("a second .{e} member of key {key:?}"),
+            ));
         }
     }
     let image = images
         .iter()
-        .find_map(|want| members.iter().find(|m| ext_of(m).as_deref() == Some(want)))
+        .find_map(|want| with_ext(members, want))
         .ok_or_else(|| {
-            bad(
+            tar_member(
+                path,
                 key,
                 format!(
                     "sample without an image member (looked for .{})",
@@ -435,7 +424,8 @@ fn sample_entry(
             )
         })?;
     if image.size > MAX_MEMBER_BYTES {
-        return Err(bad(
+        return Err(tar_member(
+            path,
             &image.name,
             format!(
                 "{} bytes, past the {MAX_MEMBER_BYTES}-byte member bound",
@@ -445,44 +435,11 @@ fn sample_entry(
     }
     let label = match fields.label.as_deref() {
         None => -1,
-        Some(ext) => {
-            let m = members
-                .iter()
-                .find(|m| m.label.is_some())
-                .ok_or_else(|| bad(key, format!("sample without a .{ext} label member")))?;
-            let text = m.label.as_deref().unwrap_or_default();
-            std::str::from_utf8(text)
-                .ok()
-                .and_then(|t| t.trim().parse::<i64>().ok())
-                .ok_or_else(|| {
-                    bad(
-                        &m.name,
-                        format!(
-                            "label {:?} is not an integer",
-                            String::from_utf8_lossy(text)
-                        ),
-                    )
-                })?
-        }
+        Some(ext) => label_of(path, key, ext, members)?,
     };
     let text = match fields.text.as_deref() {
         None => None,
-        Some(ext) => {
-            let m = members
-                .iter()
-                .find(|m| ext_of(m).as_deref() == Some(ext))
-                .ok_or_else(|| bad(key, format!("sample without a .{ext} text member")))?;
-            if m.size > MAX_TEXT_BYTES {
-                return Err(bad(
-                    &m.name,
-                    format!(
-                        "a text member of {} bytes, past the {MAX_TEXT_BYTES}-byte bound",
-                        m.size
-                    ),
-                ));
-            }
-            Some((m.offset, m.size as u32))
-        }
+        Some(ext) => Some(text_place(path, key, ext, members)?),
     };
     Ok(Entry {
         shard,
@@ -492,6 +449,72 @@ fn sample_entry(
         member: image.name.clone().into_boxed_str(),
         text,
     })
+}
+
+/// A member's extension, lowercased (as WebDataset compares them).
+fn member_ext(m: &Member) -> Option<String> {
+    split_name(&m.name).map(|(_, e)| e.to_ascii_lowercase())
+}
+
+/// The member of extension `ext` (lowercased) among a sample's `members`.
+fn with_ext<'m>(members: &'m [Member], ext: &str) -> Option<&'m Member> {
+    members
+        .iter()
+        .find(|m| member_ext(m).as_deref() == Some(ext))
+}
+
+/// The error for `member` of `shard`.
+fn tar_member(shard: &Path, member: &str, reason: String) -> FormatError {
+    FormatError::TarMember {
+        shard: shard.to_owned(),
+        member: member.to_owned(),
+        reason,
+    }
+}
+
+/// Sample `key`'s label: its `.ext` member (read while listing) as an
+/// integer.
+fn label_of(path: &Path, key: &str, ext: &str, members: &[Member]) -> Result<i64, FormatError> {
+    let m = members
+        .iter()
+        .find(|m| m.label.is_some())
+        .ok_or_else(|| tar_member(path, key, format!("sample without a .{ext} label member")))?;
+    let text = m.label.as_deref().unwrap_or_default();
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .ok_or_else(|| {
+            tar_member(
+                path,
+                &m.name,
+                format!(
+                    "label {:?} is not an integer",
+                    String::from_utf8_lossy(text)
+                ),
+            )
+        })
+}
+
+/// Where sample `key`'s `.ext` text member is: offset and size, bounded.
+fn text_place(
+    path: &Path,
+    key: &str,
+    ext: &str,
+    members: &[Member],
+) -> Result<(u64, u32), FormatError> {
+    let m = with_ext(members, ext)
+        .ok_or_else(|| tar_member(path, key, format!("sample without a .{ext} text member")))?;
+    if m.size > MAX_TEXT_BYTES {
+        return Err(tar_member(
+            path,
+            &m.name,
+            format!(
+                "a text member of {} bytes, past the {MAX_TEXT_BYTES}-byte bound",
+                m.size
+            ),
+        ));
+    }
+    Ok((m.offset, m.size as u32))
 }
 
 impl Dataset for WebDataset {

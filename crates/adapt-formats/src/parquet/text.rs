@@ -2,9 +2,8 @@
 //! row's string held in memory, checked as UTF-8, bounded in total; a null
 //! fails only the read of that row's text.
 
-use super::{Column, File, Group, binary_rows, leaf};
+use super::{File, Group, binary_rows};
 use crate::FormatError;
-use parquet::file::reader::FileReader;
 use std::path::PathBuf;
 
 /// Most text bytes one dataset holds in memory: past it the open is an
@@ -28,19 +27,17 @@ impl Texts {
         }
     }
 
-    /// Reads the text column of file `number`'s row groups in `groups`.
+    /// Reads the text column of file `number`'s row groups in `groups`
+    /// (the column `open_file` found).
     pub(super) fn add_file(
         &mut self,
         file: &File,
         number: u32,
         groups: &[Group],
     ) -> Result<(), FormatError> {
-        let schema = file.reader.metadata().file_metadata().schema_descr();
-        let leaf =
-            leaf(schema, &self.column, Column::Text).map_err(|reason| FormatError::Parquet {
-                path: file.path.clone(),
-                reason,
-            })?;
+        let Some(leaf) = file.text_leaf else {
+            return Ok(());
+        };
         for g in groups.iter().filter(|g| g.file == number) {
             let bad = |reason: String| FormatError::Parquet {
                 path: PathBuf::from(format!("{} (row group {})", file.path.display(), g.number)),
