@@ -329,9 +329,16 @@ impl Inner {
         }
     }
 
+    /// Ends the fetch of `name`: its file cached, or (failed) absent. A
+    /// shard evicted between its rename into the folder and this call (a
+    /// `reserve` of another shard took it as a victim, its slot made
+    /// absent) stays absent: its file is gone from the folder, so it no
+    /// longer counts as cached.
     pub(crate) fn finish(&self, name: &str, result: Result<Arc<File>, String>) {
         let mut st = self.lock();
-        if let Some(e) = st.entries.get_mut(name) {
+        if let Some(e) = st.entries.get_mut(name)
+            && matches!(e.slot, Slot::Fetching(_))
+        {
             match result {
                 Ok(f) => {
                     e.slot = Slot::Ready(f);
