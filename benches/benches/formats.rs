@@ -97,6 +97,26 @@ fn images(c: &mut Criterion, name: &str, ds: &dyn Dataset, paths: Vec<String>) {
             }
         })
     });
+    let files: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| std::fs::read(p).expect("reads"))
+        .collect();
+    g.bench_function("decode_in_memory", |b| {
+        b.iter(|| {
+            for (p, bytes) in paths.iter().zip(&files) {
+                adapt_formats::decode_rgb_into(p.as_ref(), bytes, &mut sample).expect("decodes");
+                black_box(&sample);
+            }
+        })
+    });
+    // What ADAPT_STRICT_DECODE adds to each decode (a JPEG's scans read).
+    g.bench_function("check_whole", |b| {
+        b.iter(|| {
+            for (p, bytes) in paths.iter().zip(&files) {
+                adapt_formats::check_whole(p.as_ref(), bytes).expect("whole");
+            }
+        })
+    });
     g.finish();
 }
 

@@ -327,3 +327,50 @@ def test_the_command_line_ships_with_the_package(tmp_path, xtask):
     assert json.loads((tmp_path / "r.json").read_text())["runs"][0]["batch_size"] == 8
     r = cli("load", "--dataset", "cifar10", "--path", str(tmp_path / "absent"))
     assert r.returncode == 1 and "does not exist" in r.stderr
+
+
+def test_a_jpeg_cut_and_closed_with_its_end_marker_is_refused_naming_it(tmp_path):
+    """#26: PIL's encoder in the variants datasets hold (optimised tables,
+    4:4:4 / 4:2:2 / 4:2:0, restart markers, greyscale) packs whole; the
+    same file cut at half its scan data and closed with FF D9, which the
+    decoder would fill with grey, is refused when packing (always) and when
+    loading under ADAPT_STRICT_DECODE=1, naming the file."""
+    from PIL import Image
+    variants = [dict(quality=90), dict(quality=95, optimize=True),
+                dict(quality=75, subsampling=0), dict(quality=80, subsampling=1),
+                dict(quality=90, restart_marker_blocks=1), dict(quality=60, restart_marker_rows=1)]
+    rng = np.random.default_rng(26)
+    root = tmp_path / "folder"
+    for k, kw in enumerate(variants + [dict(quality=85)]):
+        d = root / ("a" if k % 2 else "b")
+        d.mkdir(parents=True, exist_ok=True)
+        pixels = np.clip(np.linspace(0, 255, 48)[None, :, None] + rng.normal(0, 20, (40, 48, 3)),
+                         0, 255).astype(np.uint8)
+        image = Image.fromarray(pixels)
+        if k == len(variants):
+            image = image.convert("L")
+        image.save(d / f"{k}.jpg", **kw)
+
+    def cli(*args, env=None):
+        return subprocess.run([sys.executable, "-m", "adapt", *args], capture_output=True,
+                              text=True, timeout=600, env={**os.environ, **(env or {})})
+
+    def pack(out):
+        return cli("pack", "--dataset", "imagefolder", "--path", str(root), "--out",
+                   str(tmp_path / out), "--store", "encoded", "--shard-size", "4")
+
+    r = pack("whole")
+    assert r.returncode == 0, r.stderr
+    load = ["load", "--dataset", "imagefolder", "--path", str(root), "--batch-size", "7"]
+    r = cli(*load, env={"ADAPT_STRICT_DECODE": "1"})
+    assert r.returncode == 0, r.stderr
+    for k in (0, 4, len(variants)):  # baseline, restart markers, greyscale
+        victim = root / ("a" if k % 2 else "b") / f"{k}.jpg"
+        whole = victim.read_bytes()
+        sos = whole.index(b"\xff\xda")
+        victim.write_bytes(whole[:sos + (len(whole) - sos) // 2] + b"\xff\xd9")
+        r = pack(f"cut{k}")
+        assert r.returncode != 0 and f"{k}.jpg" in r.stderr and "truncated JPEG" in r.stderr, r.stderr
+        r = cli(*load, env={"ADAPT_STRICT_DECODE": "1"})
+        assert r.returncode != 0 and f"{k}.jpg" in r.stderr and "truncated JPEG" in r.stderr, r.stderr
+        victim.write_bytes(whole)

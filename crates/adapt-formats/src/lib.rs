@@ -24,6 +24,7 @@ mod error;
 mod file_list;
 mod image_io;
 mod imagefolder;
+mod jpeg_scan;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod parquet_options;
@@ -42,8 +43,9 @@ pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digifac
 pub use error::FormatError;
 pub use file_list::{MAX_SHARDS, expand_braces};
 pub use image_io::{
-    DecodeLimits, decode_encoded_into, decode_limits, decode_rgb_into, encode_jpeg, encode_png,
-    open_regular, set_decode_limits, write_atomically,
+    DecodeLimits, check_whole, decode_encoded_into, decode_limits, decode_rgb_into, encode_jpeg,
+    encode_png, open_regular, set_decode_limits, set_strict_decode, strict_decode,
+    write_atomically,
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 pub use parquet_options::{PARQUET_ENABLED, ParquetOptions};

@@ -84,9 +84,7 @@ mod turbo {
             let Some((min_w, min_h)) = min.filter(|_| is_jpeg(bytes)) else {
                 return full(bytes, out);
             };
-            if !crate::image_io::jpeg_has_end_marker(bytes) {
-                return Err(decode_error("truncated JPEG (no end-of-image marker)"));
-            }
+            crate::image_io::jpeg_whole(bytes, crate::strict_decode()).map_err(decode_error)?;
             let (w, h) = self.dimensions(bytes)?;
             let limits = crate::decode_limits();
             if w > limits.max_side || h > limits.max_side {

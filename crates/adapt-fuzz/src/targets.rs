@@ -169,16 +169,20 @@ fn image_seeds() -> Vec<Vec<u8>> {
         adapt_formats::encode_png(Path::new("seed.png"), &px, 8, 6, c)
             .unwrap_or_else(|e| panic!("harness: {e}"))
     };
-    vec![png(3), png(4), png(1), jpeg(16, 12)]
+    vec![png(3), png(4), png(1), jpeg(16, 12), jpeg(40, 24)]
 }
 
+/// The image read as a folder's one file, and checked whole as packing
+/// checks it (the JPEG scan reader).
 fn image_run(input: &[u8]) -> bool {
     let t = tmp();
     write(&t.path().join("a").join("x.png"), input);
-    match ImageFolder::open(t.path()) {
+    let whole = adapt_formats::check_whole(Path::new("x.png"), input).is_ok();
+    let read = match ImageFolder::open(t.path()) {
         Ok(f) => read_all(&f),
         Err(_) => false,
-    }
+    };
+    whole && read
 }
 
 /// WebDataset shards written by our writer: a PNG and a JPEG sample with

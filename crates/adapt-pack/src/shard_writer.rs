@@ -76,11 +76,13 @@ thread_local! {
 
 /// Decodes `e` (source sample `origin`) as `load` will, so an image that
 /// cannot be read is refused when packing, naming its file, not found by
-/// the first epoch.
+/// the first epoch; a JPEG whose data ends before its last block (which
+/// the decoder would fill with grey) is refused too (`check_whole`).
 fn check_decodes(ds: &dyn Dataset, origin: usize, e: &Encoded) -> Result<(), PackError> {
     let file = ds.source(origin);
     DECODED
         .with_borrow_mut(|s| {
+            adapt_formats::check_whole(Path::new(&file), &e.bytes)?;
             adapt_formats::decode_encoded_into(Path::new(&file), &e.bytes, e.steps, s)
         })
         .map_err(|source| PackError::Undecodable {

@@ -91,9 +91,9 @@ impl RecordRules {
                 crate::Payload::Encoded,
             ) => {
                 let steps = crate::reader::steps_of(crop, expect);
-                if let Err(e) =
+                if let Err(e) = adapt_formats::check_whole(Path::new(&at), bytes).and_then(|()| {
                     adapt_formats::decode_encoded_into(Path::new(&at), bytes, steps, scratch)
-                {
+                }) {
                     return Some(e.to_string());
                 }
                 let s = scratch.shape;

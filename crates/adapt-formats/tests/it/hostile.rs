@@ -161,3 +161,32 @@ fn digiface_folders_naming_the_same_number_are_refused() {
     );
     assert!(DigiFace::open(t.path(), DigiFaceOptions { class_offset: 7 }).is_ok());
 }
+
+/// #26: a JPEG cut short and closed with its end marker decodes as grey
+/// blocks and no error; `check_whole` (what packing runs) and every decode
+/// under `set_strict_decode` refuse it, naming the file.
+#[test]
+fn a_jpeg_cut_and_closed_with_its_end_marker_is_refused_under_strict_decoding() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("a").join("cut.jpg");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let pixels: Vec<u8> = (0..64 * 48 * 3).map(|i| (i * 7 % 251) as u8).collect();
+    let whole = adapt_formats::encode_jpeg(&path, &pixels, 64, 48, 90).unwrap();
+    adapt_formats::check_whole(&path, &whole).unwrap();
+    let sos = whole.windows(2).position(|w| w == [0xFF, 0xDA]).unwrap();
+    let mut cut = whole[..sos + (whole.len() - sos) / 2].to_vec();
+    cut.extend([0xFF, 0xD9]);
+    std::fs::write(&path, &cut).unwrap();
+    let e = adapt_formats::check_whole(&path, &cut)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cut.jpg") && e.contains("truncated JPEG"), "{e}");
+    adapt_formats::set_strict_decode(true);
+    let folder = ImageFolder::open(t.path()).unwrap();
+    let e = format_error(
+        folder
+            .read(0, &mut adapt_dataset::Sample::default())
+            .unwrap_err(),
+    );
+    assert!(e.contains("cut.jpg") && e.contains("truncated JPEG"), "{e}");
+}

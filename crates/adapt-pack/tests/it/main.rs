@@ -604,27 +604,41 @@ fn celeba_set(dir: &Path, count: usize) -> CelebA {
 
 #[test]
 fn an_undecodable_image_is_refused_when_packing_naming_its_file() {
-    let t = tempfile::tempdir().unwrap();
-    let ce = celeba_set(&t.path().join("ce"), 6);
-    // Cut in half: the file reads fine, the image does not decode.
-    let file = t.path().join("ce/img_align_celeba/000003.jpg");
-    let jpeg = std::fs::read(&file).unwrap();
-    std::fs::write(&file, &jpeg[..jpeg.len() / 2]).unwrap();
-    let out = t.path().join("pack");
-    let err = write_pack(
-        &ce,
-        &source("celeba"),
-        &out,
-        &opts(4, Payload::Encoded),
-        &none,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(&err, PackError::Undecodable { index: 2, .. })
-            && err.to_string().contains("000003.jpg"),
-        "{err}"
-    );
-    assert!(!out.join("manifest.json").exists(), "no pack was published");
+    // Cut in half: the file reads fine, the image does not decode; cut in
+    // half and closed with an end marker: the decoder fills the rest with
+    // grey and reports success, the scan check finds it short.
+    type Cut = fn(&[u8]) -> Vec<u8>;
+    let cuts: [(&str, Cut); 2] = [
+        ("cut", |j| j[..j.len() / 2].to_vec()),
+        ("cut and closed", |j| {
+            [&j[..j.len() / 2], &[0xFF, 0xD9][..]].concat()
+        }),
+    ];
+    for (what, cut) in cuts {
+        let t = tempfile::tempdir().unwrap();
+        let ce = celeba_set(&t.path().join("ce"), 6);
+        let file = t.path().join("ce/img_align_celeba/000003.jpg");
+        let jpeg = std::fs::read(&file).unwrap();
+        std::fs::write(&file, cut(&jpeg)).unwrap();
+        let out = t.path().join("pack");
+        let err = write_pack(
+            &ce,
+            &source("celeba"),
+            &out,
+            &opts(4, Payload::Encoded),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, PackError::Undecodable { index: 2, .. })
+                && err.to_string().contains("000003.jpg"),
+            "{what}: {err}"
+        );
+        assert!(
+            !out.join("manifest.json").exists(),
+            "{what}: no pack was published"
+        );
+    }
 }
 
 /// Rewrites `dir`'s manifest through `edit`.
