@@ -329,16 +329,31 @@ def test_the_command_line_ships_with_the_package(tmp_path, xtask):
     assert r.returncode == 1 and "does not exist" in r.stderr
 
 
+def _largest_scan(jpeg):
+    """(start, end) of the largest entropy-coded segment of `jpeg`: the data
+    after an SOS header up to the next marker that is not a restart."""
+    scans, at = [], 0
+    while (at := jpeg.find(b"\xff\xda", at)) >= 0:
+        start = end = at + 2 + int.from_bytes(jpeg[at + 2:at + 4], "big")
+        while not (jpeg[end] == 0xFF and jpeg[end + 1] not in (0, 0xFF, *range(0xD0, 0xD8))):
+            end += 1
+        scans.append((end - start, start, end))
+        at = end
+    return max(scans)[1:]
+
+
 def test_a_jpeg_cut_and_closed_with_its_end_marker_is_refused_naming_it(tmp_path):
     """#26: PIL's encoder in the variants datasets hold (optimised tables,
-    4:4:4 / 4:2:2 / 4:2:0, restart markers, greyscale) packs whole; the
+    4:4:4 / 4:2:2 / 4:2:0, restart markers, progressive, greyscale) packs whole; the
     same file cut at half its scan data and closed with FF D9, which the
     decoder would fill with grey, is refused when packing (always) and when
     loading under ADAPT_STRICT_DECODE=1, naming the file."""
     from PIL import Image
     variants = [dict(quality=90), dict(quality=95, optimize=True),
                 dict(quality=75, subsampling=0), dict(quality=80, subsampling=1),
-                dict(quality=90, restart_marker_blocks=1), dict(quality=60, restart_marker_rows=1)]
+                dict(quality=90, restart_marker_blocks=1), dict(quality=60, restart_marker_rows=1),
+                dict(quality=85, progressive=True), dict(quality=90, progressive=True, optimize=True,
+                                                         restart_marker_blocks=2)]
     rng = np.random.default_rng(26)
     root = tmp_path / "folder"
     for k, kw in enumerate(variants + [dict(quality=85)]):
@@ -364,11 +379,12 @@ def test_a_jpeg_cut_and_closed_with_its_end_marker_is_refused_naming_it(tmp_path
     load = ["load", "--dataset", "imagefolder", "--path", str(root), "--batch-size", "7"]
     r = cli(*load, env={"ADAPT_STRICT_DECODE": "1"})
     assert r.returncode == 0, r.stderr
-    for k in (0, 4, len(variants)):  # baseline, restart markers, greyscale
+    # baseline, restart markers, progressive (with restart markers), greyscale
+    for k in (0, 4, 6, 7, len(variants)):
         victim = root / ("a" if k % 2 else "b") / f"{k}.jpg"
         whole = victim.read_bytes()
-        sos = whole.index(b"\xff\xda")
-        victim.write_bytes(whole[:sos + (len(whole) - sos) // 2] + b"\xff\xd9")
+        start, end = _largest_scan(whole)
+        victim.write_bytes(whole[:(start + end) // 2] + b"\xff\xd9")
         r = pack(f"cut{k}")
         assert r.returncode != 0 and f"{k}.jpg" in r.stderr and "truncated JPEG" in r.stderr, r.stderr
         r = cli(*load, env={"ADAPT_STRICT_DECODE": "1"})

@@ -148,8 +148,8 @@ pub fn set_strict_decode(on: bool) {
 /// Refuses an encoded image that is not whole, without decoding it: a
 /// JPEG without its end marker, or one whose data ends before its last
 /// block (cut short and closed with an end marker, which the decoder would
-/// fill with grey). Sequential Huffman JPEGs are checked block by block;
-/// progressive ones and other formats only as far as their decoder checks.
+/// fill with grey). Huffman JPEGs, sequential and progressive, are checked
+/// block by block; other formats as far as their decoder checks.
 pub fn check_whole(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
     if image::guess_format(bytes).ok() != Some(image::ImageFormat::Jpeg) {
         return Ok(());
@@ -274,6 +274,10 @@ pub(crate) fn jpeg_whole(bytes: &[u8], scans: bool) -> Result<(), String> {
         crate::jpeg_scan::Scan::Short { blocks, expected } => Err(format!(
             "truncated JPEG: its data ends after {blocks} of its {expected} blocks (premature end of data, then an end marker)"
         )),
+        crate::jpeg_scan::Scan::CutSegment => Err(
+            "truncated JPEG: a marker segment runs past the end of its data, then an end marker"
+                .into(),
+        ),
         crate::jpeg_scan::Scan::Complete | crate::jpeg_scan::Scan::Unchecked => Ok(()),
     }
 }

@@ -1,5 +1,5 @@
-//! Whether a sequential (baseline or extended) Huffman JPEG's entropy-coded
-//! data holds every block its frame declares: the check behind "a JPEG cut
+//! Whether a Huffman JPEG's entropy-coded data (sequential or progressive)
+//! holds every block its frame declares: the check behind "a JPEG cut
 //! short and closed with an end marker is an error", which the decoder
 //! cannot make (zune-jpeg fills the missing blocks from zero bits and
 //! reports success; libjpeg warns "premature end of data segment").
@@ -7,9 +7,13 @@
 //! The scans are Huffman-decoded without dequantising or transforming
 //! anything: each block's codes are read and its coefficient bits skipped,
 //! restart intervals are followed, and a scan that needs bits past the
-//! marker ending its data is short. Progressive, lossless and arithmetic
-//! frames, a height given later (DNL) and anything this reading does not
-//! follow are left unchecked ([`Scan::Unchecked`]), never called short.
+//! marker ending its data is short. Progressive frames are followed scan
+//! by scan (DC first and refining, AC bands first and refining with the
+//! coefficients each block has made nonzero, end-of-band runs), so a cut
+//! inside any scan is found; one that falls between two scans leaves a
+//! valid, coarser image and is not. Lossless and arithmetic frames, a
+//! height given later (DNL) and anything this reading does not follow are
+//! left unchecked ([`Scan::Unchecked`]), never called short.
 
 /// What the check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +23,8 @@ pub(crate) enum Scan {
     /// The data ends early: `blocks` of the `expected` blocks of the scan
     /// that ran out (or of a component that has no scan at all) are there.
     Short { blocks: u64, expected: u64 },
+    /// A marker segment (a table, a scan header) runs past the end.
+    CutSegment,
     /// Not a frame this check reads, or data it does not follow.
     Unchecked,
 }
@@ -41,6 +47,9 @@ struct Code {
     /// Coefficients passed: a run and its coefficient, 16 for a zero run.
     advance: u8,
     end_of_block: bool,
+    /// The symbol's run (AC) and coefficient size.
+    run: u8,
+    size: u8,
 }
 
 impl Code {
@@ -49,6 +58,8 @@ impl Code {
         total: 0,
         advance: 0,
         end_of_block: false,
+        run: 0,
+        size: 0,
     };
 
     /// The code of `len` bits for `symbol` in a DC (`ac` false) or AC
@@ -67,6 +78,8 @@ impl Code {
             total: len as u8 + size,
             advance: if size == 0 { 16 } else { run + 1 },
             end_of_block: ac && size == 0 && run != 15,
+            run,
+            size,
         })
     }
 }
@@ -198,6 +211,24 @@ impl<'a> Bits<'a> {
         self.count += 8;
     }
 
+    /// Reads `n` (0..=16) bits as a number; `None` past the marker.
+    #[inline]
+    fn take(&mut self, n: u32) -> Option<u32> {
+        if n == 0 {
+            return Some(0);
+        }
+        if self.count < n {
+            self.fill();
+            if self.count < n {
+                return None;
+            }
+        }
+        let value = (self.buffer >> (64 - n)) as u32;
+        self.buffer <<= n;
+        self.count -= n;
+        Some(value)
+    }
+
     /// Reads one code and skips its coefficient's bits: `Err(true)` when
     /// they run past the marker, `Err(false)` for a code the table lacks.
     #[inline]
@@ -260,8 +291,13 @@ struct Frame {
     tables: [Huffman; 8],
     defined: [bool; 8],
     restart: u32,
-    /// Which components a scan has covered.
+    /// Which components a scan has covered (a sequential scan, or a
+    /// progressive frame's first DC scan).
     scanned: [bool; MAX_COMPONENTS],
+    /// A progressive frame (SOF2), and per component which coefficients
+    /// of each block its AC scans have made nonzero.
+    progressive: bool,
+    history: [Vec<u64>; MAX_COMPONENTS],
 }
 
 impl Frame {
@@ -275,6 +311,8 @@ impl Frame {
             defined: [false; 8],
             restart: 0,
             scanned: [false; MAX_COMPONENTS],
+            progressive: false,
+            history: Default::default(),
         }
     }
 
@@ -314,10 +352,15 @@ fn check_frame(bytes: &[u8]) -> Option<Scan> {
             *bytes.get(at + 2)?,
             *bytes.get(at + 3)?,
         ]));
-        let body = bytes.get(at + 4..(at + 2).checked_add(len)?)?;
+        let end = (at + 2).checked_add(len)?;
+        if end > bytes.len() {
+            return Some(Scan::CutSegment);
+        }
+        let body = bytes.get(at + 4..end)?;
         match marker {
-            0xC0 | 0xC1 => frame_header(&mut frame, body)?,
-            0xC2 | 0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
+            0xC0 | 0xC1 => frame_header(&mut frame, body, false)?,
+            0xC2 => frame_header(&mut frame, body, true)?,
+            0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return None,
             0xC4 => huffman_tables(&mut frame, body)?,
             0xDD => frame.restart = u32::from(u16::from_be_bytes([*body.first()?, *body.get(1)?])),
             0xDA => {
@@ -344,8 +387,10 @@ fn unscanned(frame: &Frame) -> Option<Scan> {
     })
 }
 
-/// SOF0 / SOF1: the size and the components' sampling factors.
-fn frame_header(frame: &mut Frame, body: &[u8]) -> Option<()> {
+/// SOF0 / SOF1 / SOF2: the size and the components' sampling factors.
+/// A progressive frame beyond the decode limits is left to the decoder
+/// (its coefficient history would size an allocation).
+fn frame_header(frame: &mut Frame, body: &[u8], progressive: bool) -> Option<()> {
     let height = u32::from(u16::from_be_bytes([*body.get(1)?, *body.get(2)?]));
     let width = u32::from(u16::from_be_bytes([*body.get(3)?, *body.get(4)?]));
     let n = usize::from(*body.get(5)?);
@@ -360,7 +405,11 @@ fn frame_header(frame: &mut Frame, body: &[u8]) -> Option<()> {
         frame.slots[frame.count] = Component { id: c[0], h, v };
         frame.count += 1;
     }
-    (frame.width, frame.height) = (width, height);
+    let max_side = crate::decode_limits().max_side;
+    if progressive && (width > max_side || height > max_side) {
+        return None;
+    }
+    (frame.width, frame.height, frame.progressive) = (width, height, progressive);
     Some(())
 }
 
@@ -397,14 +446,42 @@ fn component_block_dims(frame: &Frame, i: usize) -> (u32, u32) {
     (w.div_ceil(8), h.div_ceil(8))
 }
 
-/// SOS and its data, from `data_at`: where the data's marker is and what
-/// was found.
-fn scan(frame: &mut Frame, bytes: &[u8], header: &[u8], data_at: usize) -> Option<(usize, Scan)> {
+/// What one scan codes of each block.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// Sequential: all 64 coefficients.
+    Sequential,
+    /// Progressive DC: its first bits (Huffman-coded sizes), or one more.
+    DcFirst,
+    DcRefine,
+    /// Progressive AC band `start..=end` of one component: first bits, or
+    /// one more bit of each coefficient already nonzero.
+    AcFirst {
+        start: u32,
+        end: u32,
+    },
+    AcRefine {
+        start: u32,
+        end: u32,
+    },
+}
+
+/// A scan's header read: its components as (index, DC table, AC table,
+/// blocks per unit), how many there are, its units and what it codes.
+struct Plan {
+    members: [(usize, usize, usize, u32); MAX_COMPONENTS],
+    n: usize,
+    units: u64,
+    pass: Pass,
+}
+
+/// The SOS header `header` against the frame; `None` where it is not one
+/// this check follows.
+fn plan(frame: &mut Frame, header: &[u8]) -> Option<Plan> {
     let n = usize::from(*header.first()?);
     if n == 0 || n > MAX_COMPONENTS || frame.count == 0 {
         return None;
     }
-    // (component index, DC table, AC table, blocks per MCU)
     let mut members = [(0, 0, 0, 0); MAX_COMPONENTS];
     for (member, s) in members
         .iter_mut()
@@ -417,7 +494,25 @@ fn scan(frame: &mut Frame, bytes: &[u8], header: &[u8], data_at: usize) -> Optio
         }
         let c = frame.components()[i];
         *member = (i, dc, 4 + ac, if n == 1 { 1 } else { c.h * c.v });
-        frame.scanned[i] = true;
+    }
+    let &[start, end, approximation] = header.get(1 + 2 * n..4 + 2 * n)? else {
+        return None;
+    };
+    let (start, end, refine) = (u32::from(start), u32::from(end), approximation >> 4 != 0);
+    let pass = match (frame.progressive, start) {
+        (false, _) => Pass::Sequential,
+        (true, 0) if end == 0 && refine => Pass::DcRefine,
+        (true, 0) if end == 0 => Pass::DcFirst,
+        (true, 1..=63) if n == 1 && (start..=63).contains(&end) && refine => {
+            Pass::AcRefine { start, end }
+        }
+        (true, 1..=63) if n == 1 && (start..=63).contains(&end) => Pass::AcFirst { start, end },
+        _ => return None,
+    };
+    if matches!(pass, Pass::Sequential | Pass::DcFirst) {
+        for m in &members[..n] {
+            frame.scanned[m.0] = true;
+        }
     }
     let units = if n == 1 {
         component_blocks(frame, members[0].0)
@@ -426,26 +521,154 @@ fn scan(frame: &mut Frame, bytes: &[u8], header: &[u8], data_at: usize) -> Optio
         let vmax = frame.components().iter().map(|c| c.v).max()?;
         u64::from(frame.width.div_ceil(8 * hmax)) * u64::from(frame.height.div_ceil(8 * vmax))
     };
-    let members = &members[..n];
+    Some(Plan {
+        members,
+        n,
+        units,
+        pass,
+    })
+}
+
+/// SOS and its data, from `data_at`: where the data's marker is and what
+/// was found.
+fn scan(frame: &mut Frame, bytes: &[u8], header: &[u8], data_at: usize) -> Option<(usize, Scan)> {
+    let plan = plan(frame, header)?;
+    let members = &plan.members[..plan.n];
     let per_unit: u64 = members.iter().map(|m| u64::from(m.3)).sum();
+    let expected = plan.units * per_unit;
+    // A progressive AC scan's component: which coefficients are nonzero.
+    let mut history = Vec::new();
+    if let Pass::AcFirst { .. } | Pass::AcRefine { .. } = plan.pass {
+        history = std::mem::take(&mut frame.history[members[0].0]);
+        history.resize(usize::try_from(plan.units).ok()?, 0);
+    }
     let mut bits = Bits::new(bytes, data_at);
-    for unit in 0..units {
-        if frame.restart > 0 && unit > 0 && unit % u64::from(frame.restart) == 0 && !bits.restart()
-        {
-            return short_or_unchecked(&bits, unit * per_unit, units * per_unit);
+    let mut end_of_bands = 0u32;
+    for unit in 0..plan.units {
+        if frame.restart > 0 && unit > 0 && unit % u64::from(frame.restart) == 0 {
+            if !bits.restart() {
+                return short_or_unchecked(&bits, unit * per_unit, expected);
+            }
+            end_of_bands = 0;
         }
         for &(_, dc, ac, blocks) in members {
-            let (dc, ac) = (frame.table(dc)?, frame.table(ac)?);
             for _ in 0..blocks {
-                match block(&mut bits, dc, ac) {
+                let done = match plan.pass {
+                    Pass::Sequential => block(&mut bits, frame.table(dc)?, frame.table(ac)?),
+                    Pass::DcFirst => bits.code(frame.table(dc)?).map(drop),
+                    Pass::DcRefine => bits.take(1).map(drop).ok_or(true),
+                    Pass::AcFirst { start, end } | Pass::AcRefine { start, end } => {
+                        let band = if matches!(plan.pass, Pass::AcRefine { .. }) {
+                            ac_refine
+                        } else {
+                            ac_first
+                        };
+                        let nonzero = &mut history[unit as usize];
+                        let table = frame.table(ac)?;
+                        band(&mut bits, table, (start, end), &mut end_of_bands, nonzero)
+                    }
+                };
+                match done {
                     Ok(()) => {}
-                    Err(true) => return Some((0, short(unit * per_unit, units * per_unit))),
+                    Err(true) => return Some((0, short(unit * per_unit, expected))),
                     Err(false) => return None,
                 }
             }
         }
     }
+    if !history.is_empty() {
+        frame.history[members[0].0] = history;
+    }
     Some((next_marker(bytes, bits.at)?, Scan::Complete))
+}
+
+/// A progressive AC scan's first bits of one block's band (JPEG G.1.2.2):
+/// `end_of_bands` is the run of blocks left without coefficients in it;
+/// `nonzero` marks the coefficients coded nonzero.
+fn ac_first(
+    bits: &mut Bits<'_>,
+    table: &Huffman,
+    (start, end): (u32, u32),
+    end_of_bands: &mut u32,
+    nonzero: &mut u64,
+) -> Result<(), bool> {
+    if *end_of_bands > 0 {
+        *end_of_bands -= 1;
+        return Ok(());
+    }
+    let mut k = start;
+    while k <= end {
+        let code = bits.code(table)?;
+        let run = u32::from(code.run);
+        if code.size != 0 {
+            k += run;
+            if k < 64 {
+                *nonzero |= 1 << k;
+            }
+        } else if run == 15 {
+            k += 15;
+        } else {
+            *end_of_bands = (1 << run) + bits.take(run).ok_or(true)? - 1;
+            break;
+        }
+        k += 1;
+    }
+    Ok(())
+}
+
+/// A progressive AC scan's next bit of one block's band (JPEG G.1.2.3):
+/// a correction bit for each coefficient already nonzero, new ones (of
+/// size 1) placed after their run of still-zero ones.
+fn ac_refine(
+    bits: &mut Bits<'_>,
+    table: &Huffman,
+    (start, end): (u32, u32),
+    end_of_bands: &mut u32,
+    nonzero: &mut u64,
+) -> Result<(), bool> {
+    let mut k = start;
+    let is_nonzero = |mask: u64, k: u32| mask >> k & 1 == 1;
+    if *end_of_bands == 0 {
+        while k <= end {
+            let code = bits.code(table)?;
+            let (mut run, new) = (i32::from(code.run), code.size != 0);
+            if code.size > 1 {
+                return Err(false);
+            }
+            if !new && run != 15 {
+                *end_of_bands = (1 << run) + bits.take(run as u32).ok_or(true)?;
+                break;
+            }
+            while k <= end {
+                if is_nonzero(*nonzero, k) {
+                    bits.take(1).ok_or(true)?;
+                } else {
+                    run -= 1;
+                    if run < 0 {
+                        break;
+                    }
+                }
+                k += 1;
+            }
+            if new {
+                if k > end {
+                    return Err(false);
+                }
+                *nonzero |= 1 << k;
+            }
+            k += 1;
+        }
+    }
+    if *end_of_bands > 0 {
+        while k <= end {
+            if is_nonzero(*nonzero, k) {
+                bits.take(1).ok_or(true)?;
+            }
+            k += 1;
+        }
+        *end_of_bands -= 1;
+    }
+    Ok(())
 }
 
 /// Where the first marker at or after `at` is, past any padding and
@@ -543,7 +766,8 @@ mod tests {
     fn what_it_does_not_read_is_unchecked_not_short() {
         assert_eq!(check(b"not a jpeg"), Scan::Unchecked);
         let mut progressive = jpeg(16, 16, false);
-        // Turn the SOF0 marker into SOF2: left unchecked.
+        // SOF0 turned into SOF2: a progressive frame whose scan codes all
+        // 64 coefficients at once, which no progressive scan does.
         let sof = progressive
             .windows(2)
             .position(|w| w == [0xFF, 0xC0])
@@ -556,6 +780,10 @@ mod tests {
         let mut headers = whole[..sos].to_vec();
         headers.extend([0xFF, 0xD9]);
         assert!(matches!(check(&headers), Scan::Short { blocks: 0, .. }));
+        // Cut inside a table's segment, then an end marker.
+        let dht = whole.windows(2).position(|w| w == [0xFF, 0xC4]).unwrap();
+        let cut_table = [&whole[..dht + 10], &[0xFF, 0xD9][..]].concat();
+        assert_eq!(check(&cut_table), Scan::CutSegment);
     }
 
     #[test]
