@@ -56,6 +56,23 @@ def test_samples_equal_webdatasets_own_reader(shards):
         assert len(adapt.datasets.WebDataset(spec)) == 40
 
 
+def test_member_lists_are_kept_in_the_cache_folder(shards, tmp_path, monkeypatch):
+    """#24: each shard's member list is kept in CACHE/index/ once listed;
+    an open from the kept lists reads the same samples."""
+    monkeypatch.setenv("ADAPT_CACHE_DIR", str(tmp_path / "cache"))
+    first = adapt.datasets.WebDataset(str(shards), image="png")
+    assert len(first) == 40
+    lists = sorted((tmp_path / "cache" / "index").glob("*.idx"))
+    assert len(lists) == 3, lists
+    again = adapt.datasets.WebDataset(str(shards), image="png")
+    assert len(again) == 40
+    assert sorted((tmp_path / "cache" / "index").glob("*.idx")) == lists
+    for i in (0, 14, 15, 39):
+        pixels, label = again[i]
+        np.testing.assert_array_equal(pixels, _image(i))
+        assert label == i % 4
+
+
 def test_tarwriter_members_and_unlabelled_reads(tmp_path):
     # TarWriter encoding a PIL image as JPEG itself, and no label.
     path = tmp_path / "one.tar"

@@ -51,8 +51,9 @@ pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
 pub use parquet_options::{PARQUET_ENABLED, ParquetOptions};
 pub use scaled::reduced_decoder;
 pub use webdataset::{
-    MAX_MEMBER_BYTES, MAX_TEXT_BYTES, MAX_UNPACKED_SHARD_BYTES, WEBDATASET_IMAGE_EXTENSIONS,
-    WebDataset, WebDatasetOptions, WebDatasetWriter, is_gzip_shard, shard_list, split_name,
+    MAX_INDEX_CACHE_BYTES, MAX_MEMBER_BYTES, MAX_TEXT_BYTES, MAX_UNPACKED_SHARD_BYTES,
+    WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions, WebDatasetWriter, is_gzip_shard,
+    shard_list, split_name,
 };
 mod registry;
 pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};

@@ -16,9 +16,11 @@
 //! [`WebDatasetOptions::unpack_dir`] and read from there (`gunzip`).
 
 mod gunzip;
+mod index_cache;
 mod writer;
 
 pub use gunzip::{MAX_UNPACKED_SHARD_BYTES, is_gzip_shard};
+pub use index_cache::MAX_INDEX_CACHE_BYTES;
 pub use writer::WebDatasetWriter;
 
 use crate::FormatError;
@@ -59,6 +61,10 @@ pub struct WebDatasetOptions {
     /// The text member's extension (a caption: `txt`, or `json` read as
     /// its text), which every sample must then have; `None` reads none.
     pub text: Option<String>,
+    /// Where each shard's member list is kept once listed, so the next
+    /// open reads it instead of every header (`index_cache`; the front
+    /// crate puts it beside the shard cache); `None` lists at every open.
+    pub index_dir: Option<PathBuf>,
 }
 
 /// Largest text member read: a caption or a JSON record, not a file.
@@ -94,6 +100,7 @@ impl Default for WebDatasetOptions {
             label: Some("cls".into()),
             unpack_dir: None,
             text: None,
+            index_dir: None,
         }
     }
 }
@@ -158,7 +165,11 @@ impl WebDataset {
                 path: path.clone(),
                 reason: "more shards than a 32-bit count".into(),
             })?;
-            let members = list_members(&files[number], path, fields.label.as_deref())?;
+            let label = fields.label.as_deref();
+            let members =
+                index_cache::members(options.index_dir.as_deref(), &files[number], label, || {
+                    list_members(&files[number], path, label)
+                })?;
             let first = members.iter().find_map(|m| split_name(&m.name));
             if let (Some((previous, at)), Some((key, _))) = (&last_key, first)
                 && previous == key

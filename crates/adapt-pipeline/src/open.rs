@@ -414,8 +414,9 @@ pub fn open_webdataset(
     let options = WebDatasetOptions {
         image: members.image.clone(),
         label: members.label.clone(),
-        unpack_dir: Some(unpack_dir()),
+        unpack_dir: Some(cache_folder("unpacked")),
         text: members.text.clone(),
+        index_dir: Some(cache_folder("index")),
     };
     let dataset = match file_list(path, "WebDataset shards")? {
         FileList::Local(spec) => WebDataset::open(spec, &options)?,
@@ -433,10 +434,11 @@ pub fn open_webdataset(
     })
 }
 
-/// Where gzip-compressed WebDataset shards are decompressed: `unpacked/`
-/// in the shard cache folder (`ADAPT_CACHE_DIR`).
-fn unpack_dir() -> PathBuf {
-    adapt_remote::default_options().cache_dir.join("unpacked")
+/// A folder of the shard cache folder (`ADAPT_CACHE_DIR`): `unpacked/`
+/// where gzip-compressed WebDataset shards are decompressed, `index/` where
+/// shards' member lists are kept.
+fn cache_folder(name: &str) -> PathBuf {
+    adapt_remote::default_options().cache_dir.join(name)
 }
 
 /// Parquet files in the Hugging Face layout (`path` a folder of one split,

@@ -132,12 +132,25 @@ fn cached_copy(url: &str, options: &RemoteOptions) -> Result<PathBuf, RemoteErro
     }
 }
 
-/// Sets a cached file's modification time, its last use for eviction.
+/// Marks a cached file used now, for eviction: its version sidecar's
+/// modification time, not the file's own, which stays what it was when
+/// fetched (readers key what they derive from a file, as WebDataset's
+/// member lists, on it).
 fn mark_used(path: &Path) {
+    let Some(name) = path.file_name() else { return };
+    let sidecar = path.with_file_name(format!(".{}.version", name.to_string_lossy()));
     let _ = File::options()
         .append(true)
-        .open(path)
+        .open(sidecar)
         .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+}
+
+/// When a cached file was last used: its sidecar's modification time
+/// (`mark_used`), else the file's.
+fn last_used(dir: &Path, file: &folder::Cached) -> std::time::SystemTime {
+    std::fs::metadata(sidecar(dir, &file.name))
+        .and_then(|m| m.modified())
+        .unwrap_or(file.modified)
 }
 
 /// Connects to folder `url` and makes its cache folder, refused when the
@@ -214,7 +227,7 @@ fn make_room(p: &Parent, files: &[&Wanted], budget: u64) -> Result<(), RemoteErr
                 .map(|s| s.bytes)
                 .sum::<u64>()
     };
-    listing.shards.sort_by_key(|s| s.modified);
+    listing.shards.sort_by_key(|s| last_used(&p.dir, s));
     let mut used = kept(&listing);
     for s in &listing.shards {
         if used + total <= budget || missing == 0 {

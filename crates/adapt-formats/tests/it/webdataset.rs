@@ -437,3 +437,59 @@ fn text_members_are_read_beside_each_sample_and_named_when_bad() {
         "{e}"
     );
 }
+
+/// #24: with an index folder, each shard's member list is kept there once
+/// listed; an open from the kept lists equals one that lists every header,
+/// and a shard rewritten in place of the old one is listed again.
+#[test]
+fn member_lists_are_kept_once_listed_and_a_rewritten_shard_is_listed_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    write(&data, 25, 10);
+    let spec = data.display().to_string();
+    let index = dir.path().join("index");
+    let cached = WebDatasetOptions {
+        index_dir: Some(index.clone()),
+        text: Some("txt".into()),
+        ..WebDatasetOptions::default()
+    };
+    let listed = WebDataset::open(&spec, &WebDatasetOptions::default()).unwrap();
+    let first = WebDataset::open(&spec, &cached).unwrap();
+    let lists = || std::fs::read_dir(&index).unwrap().count();
+    assert_eq!(lists(), 3, "one list per shard");
+    let kept = WebDataset::open(&spec, &cached).unwrap();
+    assert_eq!(lists(), 3);
+    for ds in [&first, &kept] {
+        assert_eq!(ds.len(), listed.len());
+        assert_eq!(ds.shard_ranges(), listed.shard_ranges());
+        for i in [0, 9, 10, 24] {
+            assert_eq!(ds.get(i).unwrap().pixels, listed.get(i).unwrap().pixels);
+            assert_eq!(ds.label(i), listed.label(i));
+            assert_eq!(ds.key(i), listed.key(i));
+            assert_eq!(ds.text(i).unwrap().unwrap(), "a caption");
+        }
+    }
+    // The last shard rewritten with other samples (and other labels).
+    let mut w = WebDatasetWriter::new(&data.join("new"), "shard", 10).unwrap();
+    for i in 0..3 {
+        let cls = (6 - i).to_string();
+        w.write(
+            &format!("z{i}"),
+            &[
+                ("png", &png(100 + i)),
+                ("cls", cls.as_bytes()),
+                ("txt", b"new"),
+            ],
+        )
+        .unwrap();
+    }
+    let new = w.finish().unwrap();
+    std::fs::rename(&new[0], data.join("shard-000002.tar")).unwrap();
+    std::fs::remove_dir(data.join("new")).unwrap();
+    let rewritten = WebDataset::open(&spec, &cached).unwrap();
+    assert_eq!(rewritten.len(), 23);
+    assert_eq!(rewritten.key(20), Some("z0"));
+    assert_eq!(rewritten.label(20), Some(6));
+    assert_eq!(rewritten.get(22).unwrap().pixels, pattern(6, 4, 3, 102));
+    assert_eq!(lists(), 4, "the rewritten shard's list is another file");
+}

@@ -78,8 +78,15 @@ fn tars_over_http_and_s3_are_fetched_once_and_read_as_the_local_ones() {
     assert!(got[0].starts_with(t.path().join("cache/files")), "{got:?}");
     let gets = http.gets();
     assert!(gets >= 3, "{gets} GETs");
+    let fetched_at = std::fs::metadata(&got[0]).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
     assert_eq!(fetch_files(&over_http, &o).unwrap(), got);
     assert_eq!(http.gets(), gets, "the second open fetched nothing");
+    assert_eq!(
+        std::fs::metadata(&got[0]).unwrap().modified().unwrap(),
+        fetched_at,
+        "a use marks the version sidecar, not the copy, whose time keys its member list"
+    );
     let s3o = RemoteOptions {
         cache_dir: t.path().join("cache-s3"),
         ..s3.options(t.path())
