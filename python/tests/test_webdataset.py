@@ -4,7 +4,10 @@ samples equal what webdataset's own reader yields, in order, and load in
 batches the same for any worker count, random access or streamed."""
 
 import io
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -163,6 +166,30 @@ def test_text_members_come_with_each_sample_and_batch(shards):
 def _epoch(loader):
     return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
 
+
+def test_the_command_line_reads_texts_with_text(shards, tmp_path):
+    """#24: `--text` on the command line: inspect shows the sample's text,
+    load reads every batch's (into its digest, its bytes counted); tune and
+    pack, which read none, refuse it by name."""
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "adapt", *args], capture_output=True,
+                              text=True, timeout=600)
+    data = ["--dataset", "webdataset", "--path", str(shards), "--image", "png"]
+    r = cli("inspect", *data, "--text", "txt", "--index", "17")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["text"] == "caption 17"
+    assert "text" not in json.loads(cli("inspect", *data, "--index", "17").stdout)
+    load = ["load", *data, "--resize", "16x12", "--batch-size", "8", "--shuffle",
+            "--num-workers", "2"]
+    with_text, without = (json.loads(cli(*load, *extra).stdout.splitlines()[-1])
+                          for extra in (["--text", "txt"], []))
+    assert with_text["text_bytes"] == sum(len(f"caption {i}") for i in range(40))
+    assert "text_bytes" not in without and with_text["digest"] != without["digest"]
+    r = cli(*load, "--text", "json")
+    assert r.returncode == 1 and ".json" in r.stderr, r.stderr
+    for verb in (["tune", *data], ["pack", *data, "--out", str(tmp_path / "p")]):
+        r = cli(*verb, "--text", "txt")
+        assert r.returncode == 1 and "--text" in r.stderr and "load --text" in r.stderr, r.stderr
 
 @pytest.mark.parametrize("stream", [None, 8])
 def test_batches_are_the_same_for_any_worker_count(shards, stream):

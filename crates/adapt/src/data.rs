@@ -75,22 +75,30 @@ impl Data {
     /// The texts (captions) of samples `indices`, in order, where the
     /// dataset was opened with a text field; `None` when it has none.
     pub fn texts(&self, indices: &[usize]) -> Result<Option<Vec<String>>, AdaptError> {
-        let ds = &self.opened.dataset;
-        let mut out = Vec::with_capacity(indices.len());
-        for &index in indices {
-            match ds.text(index) {
-                None => return Ok(None),
-                Some(Ok(t)) => out.push(t),
-                Some(Err(source)) => {
-                    return Err(PipelineError::Sample {
-                        index,
-                        origin: ds.source(index),
-                        source,
-                    }
-                    .into());
+        texts_of(&*self.opened.dataset, indices)
+    }
+}
+
+/// The texts of `ds`'s samples `indices`, in order; `None` when it was
+/// opened without a text field; a sample's failure names it.
+pub(crate) fn texts_of(
+    ds: &dyn adapt_dataset::Dataset,
+    indices: &[usize],
+) -> Result<Option<Vec<String>>, AdaptError> {
+    let mut out = Vec::with_capacity(indices.len());
+    for &index in indices {
+        match ds.text(index) {
+            None => return Ok(None),
+            Some(Ok(t)) => out.push(t),
+            Some(Err(source)) => {
+                return Err(PipelineError::Sample {
+                    index,
+                    origin: ds.source(index),
+                    source,
                 }
+                .into());
             }
         }
-        Ok(Some(out))
     }
+    Ok(Some(out))
 }

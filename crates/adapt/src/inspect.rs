@@ -15,6 +15,9 @@ pub struct Inspected {
     pub origin: Option<usize>,
     /// The steps' canonical text form.
     pub transforms: String,
+    /// The sample's text (caption), where the data was opened with a text
+    /// field.
+    pub text: Option<String>,
 }
 
 /// Sample `index` of `pipeline` in `epoch` under `seed`: what a loader with
@@ -38,7 +41,9 @@ pub fn inspect(
             })?),
             None => None,
         };
+    let text = crate::data::texts_of(&*built.opened.dataset, &[index])?.and_then(|mut t| t.pop());
     Ok(Inspected {
+        text,
         sample,
         source: built.opened.dataset.source(index),
         origin,

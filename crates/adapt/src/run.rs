@@ -126,6 +126,8 @@ pub struct Run {
     /// With autotune and a profile: where the settled knobs go, once.
     save_to: Option<PathBuf>,
     saved: bool,
+    /// The data, for what batches do not carry (texts).
+    dataset: Arc<dyn adapt_dataset::Dataset>,
 }
 
 impl Run {
@@ -158,7 +160,8 @@ impl Run {
             p.reserve(pinned_pool_size(&config));
             p.provider()
         });
-        let loader = Loader::with_buffers(built.dataset(), config, provider)?;
+        let dataset = built.dataset();
+        let loader = Loader::with_buffers(Arc::clone(&dataset), config, provider)?;
         let info = RunInfo {
             identity: built.identity(),
             description: built.describe(pipeline),
@@ -181,7 +184,15 @@ impl Run {
             batch_size: options.batch_size,
             save_to,
             saved: false,
+            dataset,
         })
+    }
+
+    /// The texts (captions) of `batch`'s samples in batch order, read on
+    /// the caller's thread, where the data was opened with a text field
+    /// (`SampleFields::text`); `None` without one.
+    pub fn texts(&self, batch: &Batch) -> Result<Option<Vec<String>>, AdaptError> {
+        crate::data::texts_of(&*self.dataset, batch.indices())
     }
 
     /// What the run was built with.

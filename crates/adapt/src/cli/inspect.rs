@@ -48,18 +48,24 @@ pub(crate) struct FieldArgs {
     /// `none` for unlabelled data (labels -1).
     #[arg(long)]
     label: Option<String>,
+    /// webdataset: the text member's extension (a caption: txt, or json
+    /// read as its text); parquet: a string column. `inspect` shows the
+    /// sample's, `load` reads each batch's (into its digest, and its bytes
+    /// in the epoch line).
+    #[arg(long)]
+    text: Option<String>,
 }
 
 impl FieldArgs {
     /// The fields asked for, applied to `spec` (an error for another kind).
     pub(crate) fn apply(&self, mut spec: DatasetSpec) -> anyhow::Result<DatasetSpec> {
-        if self.image.is_none() && self.label.is_none() {
+        if self.image.is_none() && self.label.is_none() && self.text.is_none() {
             return Ok(spec);
         }
         let Some(default) = crate::SampleFields::default_for(&spec.kind) else {
             anyhow::bail!(
-                "--image and --label choose WebDataset members or Parquet columns (--dataset \
-                 webdataset or parquet)"
+                "--image, --label and --text choose WebDataset members or Parquet columns \
+                 (--dataset webdataset or parquet)"
             );
         };
         spec.fields = Some(crate::SampleFields {
@@ -69,9 +75,17 @@ impl FieldArgs {
                 Some(l) if l.eq_ignore_ascii_case("none") => None,
                 Some(l) => Some(l.to_owned()),
             },
-            text: None,
+            text: self.text.clone(),
         });
         Ok(spec)
+    }
+
+    /// Refuses `--text` for a verb that reads no text, saying which do.
+    pub(crate) fn refuse_text(&self, verb: &str, why: &str) -> anyhow::Result<()> {
+        if self.text.is_some() {
+            anyhow::bail!("{verb} --text: {why}; `load --text` and `inspect --text` read texts");
+        }
+        Ok(())
     }
 }
 
@@ -168,6 +182,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     });
     if let Some(origin) = s.origin {
         line["origin"] = origin.into();
+    }
+    if let Some(text) = s.text {
+        line["text"] = text.into();
     }
     println!("{line}");
     if let Some(out) = args.raw_out {

@@ -151,6 +151,8 @@ struct Epoch {
     samples: usize,
     batches: usize,
     digest: Sha256,
+    /// Bytes of the batches' texts, where the data has a text field.
+    text_bytes: Option<usize>,
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
@@ -190,6 +192,7 @@ fn run_epoch(
         samples: 0,
         batches: 0,
         digest: Sha256::new(),
+        text_bytes: None,
     };
     while let Some(batch) = run.next(&mut || false) {
         let batch = batch.with_context(|| format!("epoch {epoch}"))?;
@@ -197,6 +200,18 @@ fn run_epoch(
             // Native byte order: little-endian on every machine we run on,
             // so an f32 batch hashes as its values' little-endian bytes.
             hash_batch(&mut e.digest, &batch);
+        }
+        if let Some(texts) = run
+            .texts(&batch)
+            .with_context(|| format!("epoch {epoch}"))?
+        {
+            for t in &texts {
+                if !args.no_digest {
+                    e.digest.update(t.as_bytes());
+                    e.digest.update([0]);
+                }
+                *e.text_bytes.get_or_insert(0) += t.len();
+            }
         }
         if args.print_batches {
             let mut one = Sha256::new();
@@ -258,6 +273,9 @@ fn epoch_line(
         "prefetch_factor": knobs.prefetch_factor,
         "page_locked": run.info().page_locked,
     });
+    if let Some(bytes) = e.text_bytes {
+        line["text_bytes"] = bytes.into();
+    }
     if let Some(a) = run.autotune() {
         let waits = a.waits();
         let tail = &waits[waits.len() - waits.len().min(e.batches)..];

@@ -57,6 +57,8 @@ pub struct Args {
 impl Args {
     /// The source the flags name (`--dataset` and `--path`), if both are given.
     fn source(&self) -> anyhow::Result<Option<DatasetSpec>> {
+        self.members
+            .refuse_text("pack", "a pack stores images and labels, not texts")?;
         match (&self.dataset, &self.path) {
             (Some(kind), Some(path)) => Ok(Some(
                 self.members

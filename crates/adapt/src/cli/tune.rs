@@ -126,6 +126,11 @@ impl Args {
         default_cifar10: &Path,
         progress: crate::Progress<'_>,
     ) -> anyhow::Result<Pipeline> {
+        self.members.refuse_text(
+            "tune",
+            "the tuner's trials time image batches (texts are read on the consumer's thread, \
+             whatever the knobs)",
+        )?;
         let base = match (&self.dataset, &self.path) {
             (None, None) => crate::default_cifar10(default_cifar10, progress)?,
             (Some(kind), Some(path)) => Pipeline::new(self.members.apply(DatasetSpec {
