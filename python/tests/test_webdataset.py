@@ -67,9 +67,13 @@ def test_member_lists_are_kept_in_the_cache_folder(shards, tmp_path, monkeypatch
     assert len(first) == 40
     lists = sorted((tmp_path / "cache" / "index").glob("*.idx"))
     assert len(lists) == 3, lists
+    inodes = [p.stat().st_ino for p in lists]
     again = adapt.datasets.WebDataset(str(shards), image="png")
     assert len(again) == 40
+    # A list written again is a new file (renamed into place): the same
+    # inodes say the second open read the kept lists.
     assert sorted((tmp_path / "cache" / "index").glob("*.idx")) == lists
+    assert [p.stat().st_ino for p in lists] == inodes
     for i in (0, 14, 15, 39):
         pixels, label = again[i]
         np.testing.assert_array_equal(pixels, _image(i))

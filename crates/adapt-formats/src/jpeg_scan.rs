@@ -35,19 +35,13 @@ const MAX_COMPONENTS: usize = 4;
 /// Bits the fast Huffman lookup resolves at once.
 const LOOKAHEAD: u32 = 10;
 
-/// What one code means to a reader that skips coefficients: how many bits
-/// it takes with its coefficient's, how far it moves in the block, whether
-/// it ends the block. A `code_len` of 0 marks a code longer than the
+/// What one code means to a reader that skips coefficients: its length,
+/// and its symbol's run of zeros (AC) and coefficient size, whose bits
+/// follow the code. A `code_len` of 0 marks a code longer than the
 /// lookahead.
 #[derive(Clone, Copy)]
 struct Code {
     code_len: u8,
-    /// The code's bits and its coefficient's (at most 16 + 15).
-    total: u8,
-    /// Coefficients passed: a run and its coefficient, 16 for a zero run.
-    advance: u8,
-    end_of_block: bool,
-    /// The symbol's run (AC) and coefficient size.
     run: u8,
     size: u8,
 }
@@ -55,12 +49,14 @@ struct Code {
 impl Code {
     const LONGER: Self = Self {
         code_len: 0,
-        total: 0,
-        advance: 0,
-        end_of_block: false,
         run: 0,
         size: 0,
     };
+
+    /// The bits the code and its coefficient take (at most 16 + 16).
+    fn bits(self) -> u32 {
+        u32::from(self.code_len) + u32::from(self.size)
+    }
 
     /// The code of `len` bits for `symbol` in a DC (`ac` false) or AC
     /// table; `None` for a coefficient size no JPEG has.
@@ -75,9 +71,6 @@ impl Code {
         }
         Some(Self {
             code_len: len as u8,
-            total: len as u8 + size,
-            advance: if size == 0 { 16 } else { run + 1 },
-            end_of_block: ac && size == 0 && run != 15,
             run,
             size,
         })
@@ -242,7 +235,7 @@ impl<'a> Bits<'a> {
                 .long(self.buffer)
                 .ok_or(self.at_marker && self.count < 16)?;
         }
-        let total = u32::from(code.total);
+        let total = code.bits();
         if total > self.count {
             return Err(true);
         }
@@ -704,10 +697,11 @@ fn block(bits: &mut Bits<'_>, dc: &Huffman, ac: &Huffman) -> Result<(), bool> {
     let mut k = 1;
     while k < 64 {
         let code = bits.code(ac)?;
-        if code.end_of_block {
-            break;
+        match (code.run, code.size) {
+            (15, 0) => k += 16,
+            (_, 0) => break,
+            (run, _) => k += u32::from(run) + 1,
         }
-        k += u32::from(code.advance);
     }
     Ok(())
 }

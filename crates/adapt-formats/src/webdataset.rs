@@ -257,7 +257,8 @@ impl WebDataset {
 }
 
 /// A regular member of a shard: its name, data offset and size, and its
-/// bytes when it is a label member.
+/// bytes when it is a label member (stored as is by `index_cache`).
+#[derive(bincode::Encode, bincode::Decode)]
 struct Member {
     name: String,
     offset: u64,

@@ -137,11 +137,12 @@ fn cached_copy(url: &str, options: &RemoteOptions) -> Result<PathBuf, RemoteErro
 /// fetched (readers key what they derive from a file, as WebDataset's
 /// member lists, on it).
 fn mark_used(path: &Path) {
-    let Some(name) = path.file_name() else { return };
-    let sidecar = path.with_file_name(format!(".{}.version", name.to_string_lossy()));
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
     let _ = File::options()
         .append(true)
-        .open(sidecar)
+        .open(sidecar(dir, &name.to_string_lossy()))
         .and_then(|f| f.set_modified(std::time::SystemTime::now()));
 }
 

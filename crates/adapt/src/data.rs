@@ -85,11 +85,18 @@ pub(crate) fn texts_of(
     ds: &dyn adapt_dataset::Dataset,
     indices: &[usize],
 ) -> Result<Option<Vec<String>>, AdaptError> {
-    let mut out = Vec::with_capacity(indices.len());
+    // Sized at the first text: a batch of data without texts allocates
+    // nothing (`load` asks every batch).
+    let mut out = Vec::new();
     for &index in indices {
         match ds.text(index) {
             None => return Ok(None),
-            Some(Ok(t)) => out.push(t),
+            Some(Ok(t)) => {
+                if out.is_empty() {
+                    out.reserve_exact(indices.len());
+                }
+                out.push(t);
+            }
             Some(Err(source)) => {
                 return Err(PipelineError::Sample {
                     index,

@@ -15,7 +15,6 @@
 
 use super::Member;
 use crate::FormatError;
-use bincode::{Decode, Encode};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -30,21 +29,6 @@ const MAX_LIST_BYTES: u64 = 2 << 30;
 /// The file's first bytes, then the version of its layout.
 const MAGIC: &[u8; 8] = b"ADAPTWDI";
 const LAYOUT: u32 = 1;
-
-/// A list as stored: what it was listed from, then the members.
-#[derive(Encode, Decode)]
-struct Stored {
-    key: Vec<u8>,
-    members: Vec<StoredMember>,
-}
-
-#[derive(Encode, Decode)]
-struct StoredMember {
-    name: String,
-    offset: u64,
-    size: u64,
-    label: Option<Vec<u8>>,
-}
 
 fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<{ 2 << 30 }>()
@@ -108,36 +92,15 @@ fn load(path: &Path, key: &[u8]) -> Option<Vec<Member>> {
     if u64::from_le_bytes(*sum) != xxhash_rust::xxh3::xxh3_64(body) {
         return None;
     }
-    let (stored, _): (Stored, _) = bincode::decode_from_slice(body, config()).ok()?;
-    (stored.key == key).then(|| {
-        stored
-            .members
-            .into_iter()
-            .map(|m| Member {
-                name: m.name,
-                offset: m.offset,
-                size: m.size,
-                label: m.label,
-            })
-            .collect()
-    })
+    // What it was listed from, then the members.
+    let ((stored_key, members), _): ((Vec<u8>, Vec<Member>), _) =
+        bincode::decode_from_slice(body, config()).ok()?;
+    (stored_key == key).then_some(members)
 }
 
 /// Writes the list at `path`: a part file of this process, renamed.
 fn store(path: &Path, key: &[u8], members: &[Member]) -> std::io::Result<()> {
-    let stored = Stored {
-        key: key.to_vec(),
-        members: members
-            .iter()
-            .map(|m| StoredMember {
-                name: m.name.clone(),
-                offset: m.offset,
-                size: m.size,
-                label: m.label.clone(),
-            })
-            .collect(),
-    };
-    let body = bincode::encode_to_vec(&stored, config()).map_err(std::io::Error::other)?;
+    let body = bincode::encode_to_vec((key, members), config()).map_err(std::io::Error::other)?;
     let mut bytes = Vec::with_capacity(16 + body.len());
     bytes.extend(MAGIC);
     bytes.extend(xxhash_rust::xxh3::xxh3_64(&body).to_le_bytes());

@@ -457,8 +457,20 @@ fn member_lists_are_kept_once_listed_and_a_rewritten_shard_is_listed_again() {
     let first = WebDataset::open(&spec, &cached).unwrap();
     let lists = || std::fs::read_dir(&index).unwrap().count();
     assert_eq!(lists(), 3, "one list per shard");
+    // A list written again is a new file (a part file renamed): the same
+    // inodes after the second open say it read the kept lists.
+    let inodes = || {
+        use std::os::unix::fs::MetadataExt;
+        let mut v: Vec<u64> = std::fs::read_dir(&index)
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().ino())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let written = inodes();
     let kept = WebDataset::open(&spec, &cached).unwrap();
-    assert_eq!(lists(), 3);
+    assert_eq!(inodes(), written, "the second open read the kept lists");
     for ds in [&first, &kept] {
         assert_eq!(ds.len(), listed.len());
         assert_eq!(ds.shard_ranges(), listed.shard_ranges());
