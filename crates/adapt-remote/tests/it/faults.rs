@@ -100,8 +100,11 @@ fn a_fault_on_every_request_is_an_error_naming_the_object_within_the_bound() {
             "{fault:?}: {text}"
         );
         // Three retries of one-second requests within four seconds, for
-        // the read that failed and for the workers' reads in flight.
-        assert!(took < Duration::from_secs(20), "{fault:?}: {took:?}");
+        // the read that failed and for the workers' reads in flight: about
+        // 10-20 s here, 20.8 s once in a CI dry run under load (the stall).
+        // A read left to the default options' 60-second request timeout
+        // would miss this bound.
+        assert!(took < Duration::from_secs(45), "{fault:?}: {took:?}");
         assert!(
             epoch_bytes(&mut l, 0).unwrap() == want,
             "{fault:?}: the same loader reads the whole epoch once the faults stop"
