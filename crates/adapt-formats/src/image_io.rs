@@ -117,24 +117,25 @@ pub fn decode_limits() -> DecodeLimits {
     *LIMITS.read().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether every decode also checks a JPEG's scans (`check_whole`): 0 not
-/// yet read from `ADAPT_STRICT_DECODE`, 1 no, 2 yes.
+/// Whether decoding also checks a JPEG's scans (`check_whole`): 0 not yet
+/// read from `ADAPT_STRICT_DECODE`, 1 no, 2 yes.
 static STRICT: AtomicU8 = AtomicU8::new(0);
 
-/// Whether each decode checks that a JPEG's data holds all its blocks,
-/// not only that it ends with its end marker. Off unless
-/// `ADAPT_STRICT_DECODE=1` (or [`set_strict_decode`]): the check reads
-/// every block's Huffman codes again, which costs about what the decoder's
-/// own entropy decoding does (+6-13% of a photo's decode time, +15-40%
-/// of a small synthetic JPEG's, measured), so by default it runs where an
-/// image is decoded once: when a pack is written and verified.
+/// Whether decoding checks that a JPEG's data holds all its blocks, not
+/// only that it ends with its end marker. On unless `ADAPT_STRICT_DECODE=0`
+/// (or [`set_strict_decode`]`(false)`). The check reads every block's
+/// Huffman codes, which costs about what the decoder's own entropy decoding
+/// does (+6-13% of a photo's decode time, +15-40% of a small synthetic
+/// JPEG's, measured), so it runs once per image: the bytes found whole are
+/// remembered by their xxh3 (`checked_once`), and later epochs pay only the
+/// hash.
 pub fn strict_decode() -> bool {
     match STRICT.load(Ordering::Relaxed) {
         0 => {
-            let on = std::env::var("ADAPT_STRICT_DECODE")
-                .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
-            STRICT.store(if on { 2 } else { 1 }, Ordering::Relaxed);
-            on
+            let off = std::env::var("ADAPT_STRICT_DECODE")
+                .is_ok_and(|v| matches!(v.trim(), "0" | "false" | "no" | "off"));
+            STRICT.store(if off { 1 } else { 2 }, Ordering::Relaxed);
+            !off
         }
         state => state == 2,
     }
@@ -162,13 +163,15 @@ pub fn check_whole(path: &Path, bytes: &[u8]) -> Result<(), FormatError> {
 
 /// Decodes an encoded sample and applies its fixed steps (as the reader of
 /// its format would): RGB, shape check, crop. `path` names it in errors.
+/// This is a pack's record, [`check_whole`]d when it was written and
+/// checksummed since, so its scans are not read again (its end marker is).
 pub fn decode_encoded_into(
     path: &Path,
     bytes: &[u8],
     steps: adapt_dataset::FixedSteps,
     out: &mut Sample,
 ) -> Result<(), FormatError> {
-    decode_rgb_into(path, bytes, out)?;
+    decode_rgb(path, bytes, false, out)?;
     if let Some(expected) = steps.expect
         && out.shape != expected
     {
@@ -191,15 +194,21 @@ pub fn decode_encoded_into(
 }
 
 /// Decodes encoded image `bytes` (JPEG or PNG) as RGB into `out`; `path` only
-/// names the image in errors.
+/// names the image in errors. A JPEG must be whole: its end marker, and
+/// under [`strict_decode`] (the default) every block, read once per image.
 pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<(), FormatError> {
+    decode_rgb(path, bytes, strict_decode(), out)
+}
+
+/// [`decode_rgb_into`], with a JPEG's scans read (once per image) or not.
+fn decode_rgb(path: &Path, bytes: &[u8], scans: bool, out: &mut Sample) -> Result<(), FormatError> {
     let err = |e: image::ImageError| FormatError::Decode {
         path: path.to_owned(),
         message: e.to_string(),
     };
     let format = image::guess_format(bytes).map_err(err)?;
     if format == image::ImageFormat::Jpeg
-        && let Err(message) = jpeg_whole(bytes, strict_decode())
+        && let Err(message) = jpeg_decodable(bytes, scans)
     {
         return Err(FormatError::Decode {
             path: path.to_owned(),
@@ -280,6 +289,16 @@ pub(crate) fn jpeg_whole(bytes: &[u8], scans: bool) -> Result<(), String> {
         ),
         crate::jpeg_scan::Scan::Complete | crate::jpeg_scan::Scan::Unchecked => Ok(()),
     }
+}
+
+/// What a decode checks of a JPEG before decoding it: its end marker, and
+/// with `scans` its blocks, once per distinct image.
+pub(crate) fn jpeg_decodable(bytes: &[u8], scans: bool) -> Result<(), String> {
+    jpeg_whole(bytes, false)?;
+    if !scans {
+        return Ok(());
+    }
+    crate::checked_once::once(bytes, || jpeg_whole(bytes, true))
 }
 
 /// Whether a JPEG stream ends with its end-of-image marker (`FF D9`), allowing

@@ -18,6 +18,7 @@
 //! file and record named, never mid-epoch or as a silently shorter dataset.
 
 mod celeba;
+mod checked_once;
 mod cifar10;
 mod digiface;
 mod error;

@@ -84,7 +84,7 @@ mod turbo {
             let Some((min_w, min_h)) = min.filter(|_| is_jpeg(bytes)) else {
                 return full(bytes, out);
             };
-            crate::image_io::jpeg_whole(bytes, crate::strict_decode()).map_err(decode_error)?;
+            crate::image_io::jpeg_decodable(bytes, crate::strict_decode()).map_err(decode_error)?;
             let (w, h) = self.dimensions(bytes)?;
             let limits = crate::decode_limits();
             if w > limits.max_side || h > limits.max_side {
