@@ -174,7 +174,7 @@ class PythonLoader:
     def __init__(self, dataset, *, batch_size, shuffle, sampler, batch_sampler, num_workers,
                  collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
                  prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method,
-                 steps=None, output="f32", reseed_globals=True):
+                 steps=None, output="f32", reseed_globals="batch"):
         self.dataset = dataset
         self.iterable = is_iterable_dataset(dataset)
         self.batch_size, self.drop_last, self.shuffle = batch_size, drop_last, bool(shuffle)
@@ -187,7 +187,7 @@ class PythonLoader:
         self.worker_method, self.context = worker_method, multiprocessing_context
         self.pin_memory = pin_memory and _cuda_available()
         self.steps_text, self.output = steps, output
-        self.reseed_globals = reseed_globals
+        self.reseed_globals = _workers.reseed_mode(reseed_globals)
         self._steps_args = None
         self._plan = None if (self.iterable or sampler is not None or batch_sampler is not None) else IndexPlan(
             len(dataset), batch_size or 1, self.shuffle, drop_last, seed, rank, world_size,
@@ -257,8 +257,9 @@ class PythonLoader:
                 or self.batch_sampler is not None):
             return
         try:
-            with _workers.GlobalRngs():
-                sample = _workers.fetch(self.dataset, self.seed, epoch, first_index, self.reseed_globals)
+            with _workers.GlobalRngs(True):  # this read draws nothing from the caller's
+                sample = _workers.fetch(self.dataset, self.seed, epoch, first_index,
+                                        self.reseed_globals is not None)
         except Exception:
             # The worker that loads it raises it, with index and traceback;
             # the layout is looked for again next epoch.
@@ -364,16 +365,16 @@ class PythonLoader:
             # steps built once), global generators put back after each batch.
             worker = _workers.Worker(0, self._job(), None, None, process=False, reseed=True)
             for k, indices in enumerate(batches):
-                with _workers.GlobalRngs():
-                    item = self._inline_batch(worker, epoch, indices)
+                with _workers.GlobalRngs(worker.reseed):
+                    item = self._inline_batch(worker, epoch, indices, skip + k)
                 self._current[1] = skip + k + 1
                 yield self._finish(item)
             return
         yield from self._run_pool(epoch, batches, skip)
 
-    def _inline_batch(self, worker, epoch, indices):
+    def _inline_batch(self, worker, epoch, indices, number):
         slot = self._slots.describe(self._slots.take()) if self._layout is not None else None
-        _, _, status, payload = worker.batch(0, epoch, 0, indices, slot)
+        _, _, status, payload = worker.batch(0, epoch, 0, indices, slot, number)
         if status == "err" and slot is not None:
             self._slots.release(slot[0])
         return (status, payload)
@@ -397,7 +398,8 @@ class PythonLoader:
                 sid = self._slots.take() if self._layout is not None else None
                 outstanding[w][state["sent"]] = sid
                 slot = self._slots.describe(sid) if sid is not None else None
-                pool.tasks[w].put(("batch", gen, epoch, state["sent"], batches[state["sent"]], slot))
+                pool.tasks[w].put(("batch", gen, epoch, state["sent"], batches[state["sent"]], slot,
+                                   skip + state["sent"]))
                 state["sent"] += 1
 
         grace = 5.0
@@ -484,7 +486,7 @@ class PythonLoader:
             it = iter(self.dataset)
             batches = _workers._batched(it, job, epoch, 0, self.reseed_globals)
             while True:
-                with _workers.GlobalRngs():
+                with _workers.GlobalRngs(self.reseed_globals):
                     batch = next(batches, None)
                 if batch is None:
                     return
@@ -581,12 +583,20 @@ class _SlotOwner:
         weakref.finalize(self, slots.release, sid)
 
 
+_NO_TORCH = []
+
+
 def _torch():
+    """torch, or None where it cannot be imported (tried once: a failed
+    import searches the path again on every call)."""
+    if _NO_TORCH:
+        return None
     try:
         import torch
 
         return torch
     except ImportError:
+        _NO_TORCH.append(True)
         return None
 
 

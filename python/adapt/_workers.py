@@ -37,6 +37,34 @@ def sample_seed(seed, epoch, key):
     return _splitmix(_splitmix(_splitmix(seed & _MASK) ^ (epoch & _MASK)) ^ (key & _MASK))
 
 
+# Batch seeds are drawn from epochs with this bit set, apart from samples'.
+_BATCH_DOMAIN = 1 << 63
+
+
+def batch_seed(seed, epoch, stream, number):
+    """The seed of the global generators for batch `number` of `stream` (a
+    rank's batches; an iterable dataset's rank and worker) in `epoch`."""
+    return sample_seed(seed, epoch ^ _BATCH_DOMAIN, (stream << 40) | number)
+
+
+def stream_of(rank, wid):
+    """An iterable dataset's stream: one per (rank, worker), so that no two
+    ranks draw the same numbers for their samples."""
+    return ((rank & 0xFFFF) << 8) | (wid & 0xFF)
+
+
+def reseed_mode(value):
+    """`reseed_globals=` as the workers read it: "batch", "sample" or None."""
+    if value is True or value == "batch":
+        return "batch"
+    if value == "sample":
+        return "sample"
+    if value is False or value is None:
+        return None
+    raise ValueError(f"reseed_globals={value!r}: expected 'batch' (the default, also True), "
+                     "'sample' or False")
+
+
 class WorkerInfo:
     """torch.utils.data.get_worker_info()'s fields (id, num_workers, seed,
     dataset), plus this process's rank and world_size."""
@@ -83,15 +111,23 @@ def _reseed_globals(seed):
 
 class GlobalRngs:
     """Saves and restores the main process's global RNG states around work
-    that reseeds them per sample (the inline loader, num_workers=0)."""
+    that reseeds them (the inline loader, num_workers=0), when `reseed` is
+    a mode that does (about 45 µs a batch, numpy's state most of it)."""
+
+    def __init__(self, reseed):
+        self.reseed = reseed
 
     def __enter__(self):
+        if not self.reseed:
+            return self
         torch = sys.modules.get("torch")
         self.saved = (random.getstate(), np.random.get_state(),
                       torch.get_rng_state() if torch is not None else None)
         return self
 
     def __exit__(self, *exc):
+        if not self.reseed:
+            return
         random.setstate(self.saved[0])
         np.random.set_state(self.saved[1])
         torch = sys.modules.get("torch")
@@ -100,7 +136,8 @@ class GlobalRngs:
 
 
 def fetch(dataset, seed, epoch, key, reseed, get=None):
-    """`dataset[key]` (or `get()`) with the sample's RNGs seeded."""
+    """`dataset[key]` (or `get()`) with `adapt.sample_rng()` keyed to the
+    sample, and the global generators reseeded from it when `reseed`."""
     _local.sample_key, _local.rng = (seed, epoch, key), None
     if reseed:
         _reseed_globals(sample_seed(seed, epoch, key))
@@ -437,10 +474,12 @@ class Worker:
     def __init__(self, wid, job, tasks, results, process, reseed=None):
         self.wid, self.job, self.tasks, self.results = wid, job, tasks, results
         self.process = process
-        # Global RNGs are reseeded per sample where nothing else shares them
-        # (a process; the main process, whose states the caller restores),
-        # unless the loader was told the dataset does not draw from them.
-        self.reseed = (process if reseed is None else reseed) and job.get("reseed_globals", True)
+        # Global RNGs are reseeded ("batch" or "sample") where nothing else
+        # shares them (a process; the main process, whose states the caller
+        # restores), unless the loader was told the dataset does not draw
+        # from them.
+        mode = reseed_mode(job.get("reseed_globals", "batch"))
+        self.reseed = mode if (process if reseed is None else reseed) else None
         self.where = f"worker {wid}" if tasks is not None else "main process"
         self.buffers = {}
 
@@ -481,7 +520,7 @@ class Worker:
             buf = self.buffers[name] = _attach(name, nbytes) if self.process else slot[3]
         return buf
 
-    def _stepped(self, views, buf, epoch, indices):
+    def _stepped(self, views, buf, epoch, indices, per_sample):
         """Batch rows through adapt's steps: the user's image, the Rust steps
         and collation straight into the buffer, the GIL released."""
         job = self.job
@@ -494,32 +533,33 @@ class Worker:
         base, size = job["layout"].offsets[0], steps.sample_bytes
         for j, index in enumerate(indices):
             self.current = index
-            image, label = split_sample(fetch(job["dataset"], job["seed"], epoch, index, self.reseed), index)
+            image, label = split_sample(fetch(job["dataset"], job["seed"], epoch, index, per_sample), index)
             pixels, planar = image_of(image, index)
             steps.write(pixels, planar, job["seed"], epoch, index, flat, base + j * size)
             views[1][j] = label
 
-    def batch(self, gen, epoch, bno, indices, slot):
+    def batch(self, gen, epoch, bno, indices, slot, number):
+        """Loads batch `number` of the epoch (`bno`, its place in the
+        generation `gen`, keys the result)."""
         job, index = self.job, None
         self.current = None
         try:
+            if self.reseed == "batch":
+                _reseed_globals(batch_seed(job["seed"], epoch, job["rank"], number))
+            per_sample = self.reseed == "sample"
             if slot is not None and job.get("steps") is not None:
                 layout = job["layout"]
                 buf = self._buffer(slot)
-                self._stepped(layout.views(buf), buf, epoch, indices)
-                return (gen, bno, "slot", (slot[0], len(indices)))
-            if slot is not None:
-                layout = job["layout"]
-                views = layout.views(self._buffer(slot))
-                samples = []
-                for index in indices:
-                    samples.append(fetch(job["dataset"], job["seed"], epoch, index, self.reseed))
-                index = None
-                layout.write_batch(views, samples, indices)
+                self._stepped(layout.views(buf), buf, epoch, indices, per_sample)
                 return (gen, bno, "slot", (slot[0], len(indices)))
             samples = []
             for index in indices:
-                samples.append(fetch(job["dataset"], job["seed"], epoch, index, self.reseed))
+                samples.append(fetch(job["dataset"], job["seed"], epoch, index, per_sample))
+            index = None
+            if slot is not None:
+                layout = job["layout"]
+                layout.write_batch(layout.views(self._buffer(slot)), samples, indices)
+                return (gen, bno, "slot", (slot[0], len(indices)))
             return (gen, bno, "obj", collate(job, samples))
         except Exception as e:
             index = getattr(e, "adapt_index", index if index is not None else self.current)
@@ -548,14 +588,18 @@ class Worker:
 
 def _batched(it, job, epoch, wid, reseed):
     """Batches of an iterable dataset's samples, each drawn with its RNGs
-    seeded from (seed, epoch, worker, position)."""
+    seeded from (seed, epoch, rank and worker, position); the global
+    generators reseeded per batch or per sample as `reseed` says."""
     size, drop_last, position = job["batch_size"], job["drop_last"], 0
+    stream, number = stream_of(job["rank"], wid), 0
     sentinel = object()
     while True:
+        if reseed == "batch":
+            _reseed_globals(batch_seed(job["seed"], epoch, stream, number))
         samples = []
         while len(samples) < (size or 1):
-            key = (wid << 40) | position
-            s = fetch(None, job["seed"], epoch, key, reseed, get=lambda: next(it, sentinel))
+            key = (stream << 40) | position
+            s = fetch(None, job["seed"], epoch, key, reseed == "sample", get=lambda: next(it, sentinel))
             if s is sentinel:
                 break
             samples.append(s)
@@ -563,6 +607,7 @@ def _batched(it, job, epoch, wid, reseed):
         if not samples or (size and drop_last and len(samples) < size):
             return
         yield collate(job, samples)
+        number += 1
         if len(samples) < (size or 1):
             return
 

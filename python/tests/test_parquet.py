@@ -123,7 +123,7 @@ def test_bad_files_name_the_file_column_and_row(tmp_path):
 
 
 def _epoch(loader):
-    return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
+    return [(np.asarray(b[0]).tobytes(), np.asarray(b[1]).tobytes()) for b in loader]
 
 
 @pytest.mark.parametrize("stream", [None, 8])

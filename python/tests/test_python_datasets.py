@@ -73,14 +73,28 @@ def test_shuffled_batches_are_identical_for_any_worker_count_and_method():
             assert run(workers, method) == want, (workers, method)
 
 
-def test_global_numpy_draws_are_reseeded_per_sample_in_processes_and_inline():
-    def jitter(workers):
-        loader = adapt.DataLoader(Noisy(), batch_size=5, num_workers=workers, worker_method="process")
-        return [b["jitter"].tolist() for b in loader]
+def test_global_numpy_draws_are_reseeded_per_batch_or_sample_in_processes_and_inline():
+    def jitter(workers, batch_size=5, **kw):
+        loader = adapt.DataLoader(Noisy(), batch_size=batch_size, num_workers=workers,
+                                  worker_method="process", **kw)
+        return [x for b in loader for x in b["jitter"].tolist()]
 
     state = np.random.get_state()
-    assert jitter(0) == jitter(2)
+    per_batch = jitter(0)
+    assert per_batch == jitter(1) == jitter(2), "the same draws for any worker count"
+    assert len(set(per_batch)) == len(per_batch), "every batch draws its own numbers"
+    assert per_batch != jitter(0, seed=1) and per_batch != jitter(0, batch_size=4)
+    per_sample = jitter(0, reseed_globals="sample")
+    assert per_sample == jitter(2, reseed_globals="sample") == jitter(2, 3, reseed_globals="sample"), \
+        "per sample: the same draws for any worker count and batch size"
+    assert per_sample != per_batch
     assert (np.random.get_state()[1] == state[1]).all(), "the main process's generator is put back"
+    np.random.seed(26)
+    free = jitter(0, reseed_globals=False)
+    np.random.seed(26)
+    assert free == np.random.rand(23).tolist(), "False: the dataset draws from the caller's generator"
+    with pytest.raises(adapt.ConfigValueError, match="reseed_globals='always'.*'batch'.*'sample'"):
+        adapt.DataLoader(Noisy(), batch_size=5, reseed_globals="always")
 
 
 def test_each_iteration_is_a_new_epoch_unless_set_epoch():

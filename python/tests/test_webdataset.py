@@ -154,7 +154,7 @@ def test_text_members_come_with_each_sample_and_batch(shards):
         for workers in (0, 2):
             loader = adapt.DataLoader(ds, batch_size=6, shuffle=True, seed=1, num_workers=workers,
                                       transform="random_crop(10)", output="u8", stream=stream)
-            got = [(x.tobytes(), list(y.tolist()), texts) for x, y, texts in loader]
+            got = [(np.asarray(x).tobytes(), list(y.tolist()), texts) for x, y, texts in loader]
             seen = [t for _, _, texts in got for t in texts]
             assert sorted(seen) == sorted(f"caption {i}" for i in range(40))
             for _, labels, texts in got:
@@ -168,7 +168,7 @@ def test_text_members_come_with_each_sample_and_batch(shards):
 
 
 def _epoch(loader):
-    return [(b[0].tobytes(), b[1].tobytes()) for b in loader]
+    return [(np.asarray(b[0]).tobytes(), np.asarray(b[1]).tobytes()) for b in loader]
 
 
 def test_the_command_line_reads_texts_with_text(shards, tmp_path):
@@ -217,7 +217,7 @@ def test_interleave_sets_the_shards_a_stream_reads_at_once(shards):
     def labels_in_order(**kw):
         loader = adapt.DataLoader(ds, batch_size=5, num_workers=2, seed=3, output="u8",
                                   transform="center_crop(10)", stream=8, **kw)
-        return [int(x) for b in loader for x in np.frombuffer(b[1].tobytes(), dtype=np.int64)]
+        return [int(x) for b in loader for x in np.frombuffer(np.asarray(b[1]).tobytes(), dtype=np.int64)]
 
     one, three = labels_in_order(interleave=1), labels_in_order(interleave=3)
     assert sorted(one) == sorted(three) == sorted(i % 4 for i in range(40))
@@ -296,8 +296,8 @@ def test_shards_over_http_are_fetched_and_read_as_local_ones(shards, served):
         np.testing.assert_array_equal(remote[i][0], local[i][0])
         assert remote[i][1] == local[i][1]
     kw = dict(batch_size=8, shuffle=True, seed=5, transform="random_crop(8)", output="u8")
-    ours = [(x.tobytes(), y.tobytes()) for x, y in adapt.DataLoader(remote, num_workers=2, **kw)]
-    theirs = [(x.tobytes(), y.tobytes()) for x, y in adapt.DataLoader(local, **kw)]
+    ours = [(np.asarray(x).tobytes(), np.asarray(y).tobytes()) for x, y in adapt.DataLoader(remote, num_workers=2, **kw)]
+    theirs = [(np.asarray(x).tobytes(), np.asarray(y).tobytes()) for x, y in adapt.DataLoader(local, **kw)]
     assert ours == theirs
     with pytest.raises(adapt.DataError, match="train-000009.tar"):
         len(adapt.datasets.WebDataset(served + "/train-000009.tar"))
