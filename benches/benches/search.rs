@@ -55,6 +55,7 @@ fn search(c: &mut Criterion) {
             max_repeats: 5,
             candidates: 3,
         },
+        prune: true,
     };
     g.bench_function("avl_refined_noise", |b| {
         b.iter(|| black_box(avl_search(&space, &mut Bowl, &refined)))

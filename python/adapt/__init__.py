@@ -523,7 +523,7 @@ def _warn_like_pytorch(num_workers, pin_memory):
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,
          retune=False, budget_bytes=None, trial_samples=16384, final_repeats=5, avl=None, race=True,
          plain=False, seed=0, exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None,
-         space="machine", progress=True):
+         space="machine", progress=True, prune=True):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there
     for DataLoader.from_profile. Trials are sized to about `trial_seconds`
@@ -533,7 +533,9 @@ def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl
     best. `space` is "machine" (num_workers 0 … 2 × cores) or "paper".
     `avl` is the descent, "plain" (the paper's) or "refined" (None: the
     default, chosen by measurement, docs/tuning.md); `race=False` drops
-    the noise race; `plain=True` is the paper's algorithm as published.
+    the noise race (and pruning, which needs its measured noise);
+    `prune=False` runs every search trial whole and skips none;
+    `plain=True` is the paper's algorithm as published.
     `progress`: True prints a line per trial to stderr (configuration,
     seconds, best so far, time left where known), False is silent, a
     callable gets each line. The whole report is in `tune.last_report`."""
@@ -543,8 +545,8 @@ def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl
     options = dict(batch_sizes=list(batch_size), strategy=strategy, space=space,
                    profile=os.fspath(profile) if profile else None, retune=retune,
                    budget_bytes=budget_bytes, trial_samples=trial_samples,
-                   final_repeats=final_repeats, avl=avl, race=race, plain=plain, seed=seed,
-                   trial_seconds=trial_seconds,
+                   final_repeats=final_repeats, avl=avl, race=race, prune=prune, plain=plain,
+                   seed=seed, trial_seconds=trial_seconds,
                    noise_repeats=noise_repeats, step_ms=step_ms)
     with _progress_printer(progress) as show:
         text = _tune(pipeline, options, show)

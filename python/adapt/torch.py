@@ -168,10 +168,18 @@ class _Trials:
             kwargs["sampler"] = self.sampler
         return self.factory(self.dataset, **kwargs), math.ceil(samples / batch_size)
 
-    def __call__(self, knobs, batch_size, samples, epochs, seed, purpose):
+    def __call__(self, knobs, batch_size, samples, epochs, seed, purpose, give_up_after=None):
+        """One trial; with `give_up_after` (seconds, the tuner's pruning)
+        it stops after the first batch that ends past it and returns
+        ("cut_short", its whole time estimated from the batches read)."""
+        start = time.perf_counter()
         loader, cut = self._loader(knobs, batch_size, samples, seed)
         it = None
         try:
+            per_epoch = cut if cut is not None else getattr(loader, "__len__", lambda: None)()
+            if per_epoch is None:  # a loader that does not say its length: never cut
+                give_up_after = None
+            total, done = max(1, (per_epoch or 0) * epochs), 0
             for epoch in range(epochs):
                 if self.sampler is not None and hasattr(self.sampler, "set_epoch"):
                     self.sampler.set_epoch(epoch)
@@ -184,6 +192,10 @@ class _Trials:
                     elif self.step_s and purpose != "warm-up":
                         time.sleep(self.step_s)
                     del batch
+                    done += 1
+                    spent = time.perf_counter() - start
+                    if give_up_after is not None and spent > give_up_after and done < total:
+                        return ("cut_short", spent * total / done)
                 it = None
         finally:
             # Workers end here, inside the trial's time (as they end when a
@@ -195,7 +207,7 @@ class _Trials:
 def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True, step=None,
          step_ms=None, strategy="avl", trial_seconds=1.0, trial_samples=4096, space="machine",
          profile=None, key=None, retune=False, final_repeats=5, noise_repeats=5, avl=None,
-         race=True, plain=False,
+         race=True, prune=True, plain=False,
          seed=0, budget_bytes=None, progress=True, dataloader=None, **dataloader_kwargs):
     """Tunes `torch.utils.data.DataLoader`'s `num_workers`, `prefetch_factor`,
     `pin_memory` (only where CUDA is available) and `persistent_workers`
@@ -214,7 +226,10 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
     "machine" (num_workers 0 … 2 × cores) or "paper" (the paper's 1,584);
     `strategy` "avl", "grid" or "both" (the paper's Table 1; both AVL
     descents beside the grid); `avl` "plain" or "refined" (None: the
-    measured default), `race=False` without the noise race. `profile`
+    measured default), `race=False` without the noise race, `prune=False`
+    without pruning (a trial clearly losing is otherwise stopped, and a
+    value that clearly lost under two other contexts not tried again).
+    `profile`
     saves the picks keyed by the dataset's class, length and `key`, for
     `adapt.torch.DataLoader(..., profile=)`. `dataloader` replaces
     torch's DataLoader class (a callable taking the same arguments).
@@ -249,7 +264,8 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
     options = dict(batch_sizes=sizes, strategy=strategy, space=space,
                    profile=os.fspath(profile) if profile else None, retune=retune,
                    budget_bytes=budget_bytes, trial_samples=trial_samples,
-                   final_repeats=final_repeats, avl=avl, race=race, plain=plain, seed=seed,
+                   final_repeats=final_repeats, avl=avl, race=race, prune=prune, plain=plain,
+                   seed=seed,
                    trial_seconds=trial_seconds, noise_repeats=noise_repeats,
                    step_ms=step_ms if step is None else None)
     with _progress_printer(progress) as show:

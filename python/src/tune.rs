@@ -5,7 +5,8 @@
 
 use crate::{AdaptError, pipeline, py_error};
 use adapt::{
-    Knobs, SpaceKind, TrialData, TrialFailure, TrialRequest, TrialRunner, TrialSpec, TuneOptions,
+    Knobs, Measured, SpaceKind, TrialData, TrialFailure, TrialRequest, TrialRunner, TrialSpec,
+    TuneOptions,
 };
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
@@ -61,7 +62,12 @@ fn options(d: &Bound<'_, PyDict>) -> PyResult<TuneOptions> {
         }
         adapt::AvlOptions::plain()
     } else {
-        TuneOptions::avl_named(descent.as_deref(), get(d, "race")?.unwrap_or(true)).map_err(err)?
+        TuneOptions::avl_named(
+            descent.as_deref(),
+            get(d, "race")?.unwrap_or(true),
+            get(d, "prune")?.unwrap_or(true),
+        )
+        .map_err(err)?
     };
     o.final_repeats = get(d, "final_repeats")?.unwrap_or(o.final_repeats);
     o.trial_seconds = get::<f64>(d, "trial_seconds")?.filter(|t| *t > 0.0);
@@ -119,10 +125,13 @@ fn tune(
 }
 
 /// A trial function of Python's as the tuner's trial runner: it is called
-/// as `trial(knobs, batch_size, samples, epochs, seed, purpose)`; its cost
-/// is its wall time, or the number it returns. An exception is a failed
-/// trial (its type and message in the report); KeyboardInterrupt or
-/// SystemExit ends the run and is raised again.
+/// as `trial(knobs, batch_size, samples, epochs, seed, purpose,
+/// give_up_after=None)`; its cost is its wall time, or the number it
+/// returns. With `give_up_after` (seconds, pruning) it may stop once its
+/// time passes it and return `("cut_short", estimate)`, the whole trial's
+/// time estimated. An exception is a failed trial (its type and message in
+/// the report); KeyboardInterrupt or SystemExit ends the run and is raised
+/// again.
 struct PythonTrials {
     trial: Py<PyAny>,
     pending: Pending,
@@ -130,6 +139,16 @@ struct PythonTrials {
 
 impl TrialRunner for PythonTrials {
     fn run(&mut self, r: &TrialRequest) -> Result<f64, TrialFailure> {
+        self.call(r, None).map(Measured::value)
+    }
+
+    fn run_until(&mut self, r: &TrialRequest, bound: f64) -> Result<Measured, TrialFailure> {
+        self.call(r, Some(bound))
+    }
+}
+
+impl PythonTrials {
+    fn call(&mut self, r: &TrialRequest, bound: Option<f64>) -> Result<Measured, TrialFailure> {
         if self
             .pending
             .lock()
@@ -149,14 +168,21 @@ impl TrialRunner for PythonTrials {
                 r.seed,
                 r.purpose.name(),
             );
+            let kwargs = PyDict::new(py);
+            if let Some(b) = bound {
+                kwargs
+                    .set_item("give_up_after", b)
+                    .map_err(|e| TrialFailure::Failed(e.to_string()))?;
+            }
             let start = Instant::now();
-            let out = self.trial.call1(py, args);
+            let out = self.trial.call(py, args, Some(&kwargs));
             let wall = start.elapsed().as_secs_f64();
             match out {
-                Ok(v) if v.is_none(py) => Ok(wall),
-                Ok(v) => v.extract::<f64>(py).map_err(|_| {
+                Ok(v) if v.is_none(py) => Ok(Measured::Whole(wall)),
+                Ok(v) => measured(py, &v).ok_or_else(|| {
                     TrialFailure::Failed(format!(
-                        "{}: the trial returned neither None nor a number of seconds",
+                        "{}: the trial returned neither None, a number of seconds nor \
+                         (\"cut_short\", seconds)",
                         r.knobs
                     ))
                 }),
@@ -169,6 +195,15 @@ impl TrialRunner for PythonTrials {
             }
         })
     }
+}
+
+/// What a trial function returned: seconds, or `("cut_short", seconds)`.
+fn measured(py: Python<'_>, v: &Py<PyAny>) -> Option<Measured> {
+    if let Ok(s) = v.extract::<f64>(py) {
+        return Some(Measured::Whole(s));
+    }
+    let (tag, s) = v.extract::<(String, f64)>(py).ok()?;
+    (tag == "cut_short").then_some(Measured::CutShort(s))
 }
 
 /// Tunes a loader Python runs: `trial` (see `PythonTrials`) over a dataset

@@ -166,3 +166,27 @@ def test_both_runs_the_other_descent_with_the_same_race_and_says_which():
     assert at.tune.last_report["strategy"]["noise_threshold"] == 0
     with pytest.raises(adapt.ConfigError, match="plain or refined"):
         tune(avl="greedy")
+
+
+def test_clearly_losing_trials_are_cut_short_and_pruning_can_be_turned_off():
+    class Sized(Timed):
+        """A loader that says its length, as torch's does: trials of it
+        can stop early."""
+
+        def __len__(self):
+            return self.batches
+
+    picks = tune(dataloader=Sized)
+    assert (picks[32]["num_workers"], picks[32]["prefetch_factor"]) == (2, 8)
+    run = at.tune.last_report["runs"][0]
+    assert at.tune.last_report["strategy"]["prune"] is True
+    cut = [t for t in run["trace"] if "cut short" in (t.get("note") or "")]
+    assert cut, "the slowest configurations stop early"
+    assert all(t["seconds"] > 0 for t in cut), "with their whole time estimated"
+    skipped = [t for t in run["trace"] if (t.get("note") or "").startswith("skipped (pruned)")]
+    assert all(t["seconds"] is None for t in skipped)
+    tune(dataloader=Sized, prune=False)
+    run = at.tune.last_report["runs"][0]
+    assert at.tune.last_report["strategy"]["prune"] is False
+    assert not any("cut short" in (t.get("note") or "") or "skipped" in (t.get("note") or "")
+                   for t in run["trace"])

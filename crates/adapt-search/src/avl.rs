@@ -4,6 +4,7 @@
 use crate::runner::Runner;
 use crate::{Config, Objective, Space, Tree, Trial, Value};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// The race that ends a noise-aware search: near-ties re-measured, fresh
@@ -54,16 +55,38 @@ pub struct AvlOptions {
     pub refine: bool,
     /// Race the near-ties at the end (not in the paper).
     pub noise: NoisePolicy,
+    /// Prune by the noise policy's margin, `1 + 2 × threshold` (not in the
+    /// paper; nothing without a threshold): a first measurement stops once
+    /// it passes the margin times the cheapest cost so far (it can be
+    /// neither the pick nor in the race), and a child whose value lost by
+    /// more than the margin under two other contexts of the outer
+    /// parameters, and never did better, is not tried again.
+    pub prune: bool,
 }
 
 impl AvlOptions {
-    /// The paper's algorithm: no refinement, no re-measuring.
+    /// The paper's algorithm: no refinement, no re-measuring, no pruning.
     pub fn plain() -> Self {
         Self {
             refine: false,
             noise: NoisePolicy::OFF,
+            prune: false,
         }
     }
+
+    /// The pruning margin, a factor over a cost, when pruning is on.
+    fn prune_factor(&self) -> Option<f64> {
+        (self.prune && self.noise.threshold > 0.0).then_some(1.0 + 2.0 * self.noise.threshold)
+    }
+}
+
+/// What the descent learnt of one value of one parameter as a child: the
+/// contexts (the outer parameters' values) where it lost by more than the
+/// pruning margin, and whether it ever did not.
+#[derive(Default)]
+struct Standing {
+    lost_under: Vec<Vec<Value>>,
+    held: bool,
 }
 
 /// A move of the search: at a parameter's tree (or in refinement), the
@@ -111,9 +134,10 @@ pub fn avl_search<O: Objective + ?Sized>(
     options: &AvlOptions,
 ) -> AvlResult {
     let mut s = Search {
-        runner: Runner::new(space, objective),
+        runner: Runner::new(space, objective).cutting_past(options.prune_factor()),
         options: *options,
         path: Vec::new(),
+        standings: HashMap::new(),
     };
     let mut fixed = Config(space.params().iter().map(|p| p.values()[0]).collect());
     let mut best = s.level(0, &mut fixed);
@@ -148,6 +172,8 @@ struct Search<'a, O: Objective + ?Sized> {
     runner: Runner<'a, O>,
     options: AvlOptions,
     path: Vec<Move>,
+    /// Pruning's record, by (parameter, value).
+    standings: HashMap<(usize, Value), Standing>,
 }
 
 impl<O: Objective + ?Sized> Search<'_, O> {
@@ -243,7 +269,11 @@ impl<O: Objective + ?Sized> Search<'_, O> {
             let mut winner = None;
             let mut winner_best = best.clone();
             for &kid in &kids {
+                if self.predicted_loser(level, param, domain[kid], fixed) {
+                    continue;
+                }
                 let kid_best = self.node(level, param, domain[kid], fixed);
+                self.learn(level, param, fixed, &kid_best, &winner_best);
                 // Strictly better only: ties go to the current node, then to
                 // the left child.
                 if self.better(&kid_best, &winner_best) {
@@ -270,6 +300,77 @@ impl<O: Objective + ?Sized> Search<'_, O> {
             });
             cur = kid;
             best = winner_best;
+        }
+    }
+
+    /// The values of the parameters outside `level` (the context a value
+    /// of its parameter is tried under).
+    fn context(&self, level: usize, config: &Config) -> Vec<Value> {
+        self.runner.space.priority()[..level]
+            .iter()
+            .map(|&p| config.0[p])
+            .collect()
+    }
+
+    /// Pruning: whether the child `index` of `param` lost by more than the
+    /// margin under two contexts other than this one and never did
+    /// better, in which case it is recorded as skipped instead of run. A
+    /// child whose cost is already known costs nothing and is never
+    /// skipped.
+    fn predicted_loser(
+        &mut self,
+        level: usize,
+        param: usize,
+        index: usize,
+        fixed: &Config,
+    ) -> bool {
+        if self.runner.cut_factor().is_none() {
+            return false;
+        }
+        let space = self.runner.space;
+        let value = space.params()[param].values()[index];
+        let mut probe = fixed.clone();
+        probe.0[param] = value;
+        let innermost = level + 1 == space.params().len();
+        if innermost && self.runner.known(&probe) {
+            return false;
+        }
+        let here = self.context(level, &probe);
+        let Some(s) = self.standings.get(&(param, value)) else {
+            return false;
+        };
+        let others = s.lost_under.iter().filter(|c| **c != here).count();
+        if s.held || others < 2 {
+            return false;
+        }
+        let reason = format!(
+            "{}={value} lost by more than the pruning margin under {others} other contexts",
+            space.params()[param].name()
+        );
+        self.runner.skip(&probe, reason);
+        true
+    }
+
+    /// Pruning: records how the child tried in `fixed` (its value of
+    /// `param` and its context), whose best configuration is `kid`, did
+    /// against `rival`, the best it was compared with.
+    fn learn(&mut self, level: usize, param: usize, fixed: &Config, kid: &Config, rival: &Config) {
+        let Some(factor) = self.runner.cut_factor() else {
+            return;
+        };
+        let (_, k) = self.runner.cost(kid);
+        let (_, r) = self.runner.cost(rival);
+        if !k.is_finite() || !r.is_finite() {
+            return;
+        }
+        let context = self.context(level, fixed);
+        let s = self.standings.entry((param, fixed.0[param])).or_default();
+        if k > r * factor {
+            if !s.lost_under.contains(&context) {
+                s.lost_under.push(context);
+            }
+        } else {
+            s.held = true;
         }
     }
 

@@ -1,6 +1,6 @@
 //! The grid search baseline: every configuration once, ranked.
 
-use crate::runner::{Outcome, Runner};
+use crate::runner::Runner;
 use crate::{Config, Objective, Space, Trial};
 use serde::Serialize;
 use std::time::Duration;
@@ -53,11 +53,7 @@ pub fn grid_search<O: Objective + ?Sized>(space: &Space, objective: &mut O) -> G
         .map(|c| runner.cost(&c))
         .collect();
     ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let trials = runner
-        .trace
-        .iter()
-        .filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. }))
-        .count();
+    let trials = runner.runs();
     GridResult {
         ranked,
         trials,

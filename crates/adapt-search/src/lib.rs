@@ -9,10 +9,12 @@
 //!
 //! The reading of the paper it follows (tree shape, priorities, stopping
 //! rule, ties) is `docs/tuning.md`; it adds two things the paper lacks and
-//! keeps both optional so the plain algorithm stays available: a
-//! *refinement* that steps to sorted-order neighbours after the descent, and
-//! a *noise policy* that races the near-ties at the end (re-measured; the
-//! medians of the new measurements decide).
+//! keeps them optional so the plain algorithm stays available: a
+//! *refinement* that steps to sorted-order neighbours after the descent, a
+//! *noise policy* that races the near-ties at the end (re-measured; the
+//! medians of the new measurements decide), and *pruning* that stops a
+//! trial once it is clearly losing and does not try again a value that
+//! clearly lost under two other contexts.
 //!
 //! ```
 //! use adapt_search::{AvlOptions, Config, Objective, Param, Space, TrialError, avl_search};
@@ -57,6 +59,35 @@ pub trait Objective {
     /// Runs one trial: the configuration's cost (seconds, say), or why it
     /// failed. A failed configuration is never chosen.
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError>;
+
+    /// Runs one trial whose exact cost the search has no use for past
+    /// `bound`: an objective that can may stop once the cost is sure to pass
+    /// it and return [`Measured::CutShort`] with an estimate of the whole
+    /// trial's cost (at least `bound`). The default runs the whole trial.
+    fn measure_until(&mut self, config: &Config, bound: f64) -> Result<Measured, TrialError> {
+        let _ = bound;
+        self.measure(config).map(Measured::Whole)
+    }
+}
+
+/// What [`Objective::measure_until`] measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Measured {
+    /// The whole trial's cost.
+    Whole(f64),
+    /// The trial was stopped past the bound; the whole trial's cost
+    /// estimated (for a timed trial: the time so far scaled by the work
+    /// left), at least the bound.
+    CutShort(f64),
+}
+
+impl Measured {
+    /// The cost the search counts: the whole trial's, or its estimate.
+    pub fn value(self) -> f64 {
+        match self {
+            Measured::Whole(c) | Measured::CutShort(c) => c,
+        }
+    }
 }
 
 impl<O: Objective + ?Sized> Objective for &mut O {
@@ -65,5 +96,8 @@ impl<O: Objective + ?Sized> Objective for &mut O {
     }
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
         (**self).measure(config)
+    }
+    fn measure_until(&mut self, config: &Config, bound: f64) -> Result<Measured, TrialError> {
+        (**self).measure_until(config, bound)
     }
 }

@@ -1,7 +1,7 @@
 //! Runs trials for a search: feasibility first, memoisation by canonical
 //! configuration, the trace, and noise-aware comparison.
 
-use crate::{Config, Objective, Space};
+use crate::{Config, Measured, Objective, Space};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -25,6 +25,26 @@ pub enum Outcome {
         /// Its message.
         message: String,
     },
+    /// Stopped once it passed `bound` (pruning: it could no longer be the
+    /// pick); the whole trial's cost estimated, as the search counts it.
+    CutShort {
+        /// The estimated cost of the whole trial (at least `bound`).
+        estimate: f64,
+        /// The cost past which it was stopped.
+        bound: f64,
+    },
+    /// Not run: predicted to lose (pruning; the reason says from what).
+    Skipped {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// Whether the objective ran (a cost, a cut-short or a failed trial).
+    pub fn ran(&self) -> bool {
+        !matches!(self, Outcome::Infeasible { .. } | Outcome::Skipped { .. })
+    }
 }
 
 /// One entry of the trace, in the order trials happened.
@@ -34,10 +54,10 @@ pub struct Trial {
     pub config: Config,
     /// What came of it.
     pub outcome: Outcome,
-    /// Wall time of the trial (zero for an infeasible one).
+    /// Wall time of the trial (zero for an infeasible or skipped one).
     pub wall: Duration,
     /// 1 for the first measurement of this configuration, 2 for its first
-    /// repeat, and so on.
+    /// repeat, and so on (0 for a skipped one).
     pub repeat: usize,
 }
 
@@ -53,6 +73,11 @@ pub(crate) struct Runner<'a, O: Objective + ?Sized> {
     memo: HashMap<Config, Record>,
     pub(crate) trace: Vec<Trial>,
     started: Instant,
+    /// Pruning: a first measurement may stop past this factor times the
+    /// cheapest cost measured so far (`None`: every trial runs whole).
+    cut: Option<f64>,
+    /// The cheapest finite cost measured so far.
+    floor: f64,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -74,19 +99,47 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
             memo: HashMap::new(),
             trace: Vec::new(),
             started: Instant::now(),
+            cut: None,
+            floor: f64::INFINITY,
         }
+    }
+
+    /// The same runner, stopping a first measurement once it passes
+    /// `factor` × the cheapest cost so far.
+    pub(crate) fn cutting_past(mut self, factor: Option<f64>) -> Self {
+        self.cut = factor;
+        self
     }
 
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
-    /// Objective runs so far (repeats included; infeasible ones excluded).
+    /// Objective runs so far (repeats included; infeasible and skipped
+    /// ones excluded).
     pub(crate) fn runs(&self) -> usize {
-        self.trace
-            .iter()
-            .filter(|t| !matches!(t.outcome, Outcome::Infeasible { .. }))
-            .count()
+        self.trace.iter().filter(|t| t.outcome.ran()).count()
+    }
+
+    /// Records that `config` was not run, and why.
+    pub(crate) fn skip(&mut self, config: &Config, reason: String) {
+        self.trace.push(Trial {
+            config: self.space.canonicalize(config),
+            outcome: Outcome::Skipped { reason },
+            wall: Duration::ZERO,
+            repeat: 0,
+        });
+    }
+
+    /// Whether `config`'s canonical form has been measured (or found
+    /// unusable): its cost costs no trial.
+    pub(crate) fn known(&self, config: &Config) -> bool {
+        self.memo.contains_key(&self.space.canonicalize(config))
+    }
+
+    /// The pruning margin (a factor over a cost), when pruning.
+    pub(crate) fn cut_factor(&self) -> Option<f64> {
+        self.cut
     }
 
     fn run(&mut self, config: &Config, repeat: usize) -> Option<f64> {
@@ -99,12 +152,26 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
             });
             return None;
         }
+        let bound = self
+            .cut
+            .filter(|_| repeat == 1 && self.floor.is_finite())
+            .map(|f| self.floor * f);
         let t = Instant::now();
-        let result = self.objective.measure(config);
+        let result = match bound {
+            Some(b) => self.objective.measure_until(config, b),
+            None => self.objective.measure(config).map(Measured::Whole),
+        };
         let wall = t.elapsed();
         let (outcome, cost) = match result {
-            Ok(c) if c.is_finite() => (Outcome::Cost { cost: c }, Some(c)),
-            Ok(c) => (
+            Ok(Measured::Whole(c)) if c.is_finite() => (Outcome::Cost { cost: c }, Some(c)),
+            Ok(Measured::CutShort(e)) if e.is_finite() => (
+                Outcome::CutShort {
+                    estimate: e,
+                    bound: bound.unwrap_or(e),
+                },
+                Some(e),
+            ),
+            Ok(Measured::Whole(c) | Measured::CutShort(c)) => (
                 Outcome::Failed {
                     message: format!("non-finite cost {c}"),
                 },
@@ -117,6 +184,9 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
                 None,
             ),
         };
+        if let Some(c) = cost {
+            self.floor = self.floor.min(c);
+        }
         self.trace.push(Trial {
             config: config.clone(),
             outcome,

@@ -6,7 +6,7 @@
 use crate::{KnobSpace, Knobs, TuneError};
 use adapt_dataset::{Dataset, Subset};
 use adapt_loader::{Loader, LoaderConfig};
-use adapt_search::{Config, Objective, TrialError};
+use adapt_search::{Config, Measured, Objective, TrialError};
 use adapt_transfer::TransferEngine;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -52,47 +52,94 @@ pub fn time_loader(
     engine: Option<&TransferEngine>,
     train_step: Option<std::time::Duration>,
 ) -> Result<f64, TuneError> {
-    let mut config = base.clone();
-    knobs.apply(&mut config);
-    // The pool size every front uses for this configuration.
-    let pinned = match engine {
-        Some(e) if knobs.pin_memory => e.pinned_buffers(adapt_transfer::pinned_pool_size(&config)),
-        _ => None,
+    let trial = Trial {
+        dataset,
+        base,
+        knobs,
+        epochs,
+        engine,
+        train_step,
     };
-    let start = Instant::now();
-    let mut loader = Loader::with_buffers(Arc::clone(dataset), config, pinned)?;
-    let mut checksum = 0u8;
-    for e in 0..epochs {
-        let epoch = loader.epoch(e)?;
-        match engine {
-            Some(engine) => {
-                for batch in engine.epoch(epoch, adapt_transfer::COPY_DEPTH) {
-                    let batch = batch?;
-                    if let Some(s) = train_step {
-                        std::thread::sleep(s);
-                    }
-                    engine.recycle(batch);
-                }
+    Ok(trial.run(None)?.value())
+}
+
+/// One timed run of the loader (see [`time_loader`]).
+struct Trial<'a> {
+    dataset: &'a Arc<dyn Dataset>,
+    base: &'a LoaderConfig,
+    knobs: &'a Knobs,
+    epochs: u64,
+    engine: Option<&'a TransferEngine>,
+    train_step: Option<std::time::Duration>,
+}
+
+impl Trial<'_> {
+    /// The run's seconds; with a `bound`, stopped after the first batch
+    /// that ends past it, its whole time estimated as the time so far
+    /// scaled by the batches left ([`Measured::CutShort`]).
+    fn run(&self, bound: Option<f64>) -> Result<Measured, TuneError> {
+        let mut config = self.base.clone();
+        self.knobs.apply(&mut config);
+        // The pool size every front uses for this configuration.
+        let pinned = match self.engine {
+            Some(e) if self.knobs.pin_memory => {
+                e.pinned_buffers(adapt_transfer::pinned_pool_size(&config))
             }
-            None => {
-                for batch in epoch {
-                    let batch = batch?;
-                    // Touch the batch as a consumer would (one byte per sample).
-                    let bytes = batch.bytes();
-                    checksum ^= bytes
-                        .iter()
-                        .step_by(bytes.len() / batch.len().max(1))
-                        .fold(0, |a, &b| a ^ b);
-                    if let Some(s) = train_step {
-                        std::thread::sleep(s);
+            _ => None,
+        };
+        let start = Instant::now();
+        let mut loader = Loader::with_buffers(Arc::clone(self.dataset), config, pinned)?;
+        let total = (loader.batches_per_epoch() as u64 * self.epochs).max(1);
+        let (mut done, mut checksum) = (0u64, 0u8);
+        let past = |done: u64| {
+            let t = start.elapsed().as_secs_f64();
+            bound
+                .filter(|b| t > *b && done < total)
+                .map(|_| t * total as f64 / done as f64)
+        };
+        for e in 0..self.epochs {
+            let epoch = loader.epoch(e)?;
+            match self.engine {
+                Some(engine) => {
+                    for batch in engine.epoch(epoch, adapt_transfer::COPY_DEPTH) {
+                        let batch = batch?;
+                        self.step();
+                        engine.recycle(batch);
+                        done += 1;
+                        if let Some(estimate) = past(done) {
+                            return Ok(Measured::CutShort(estimate));
+                        }
+                    }
+                }
+                None => {
+                    for batch in epoch {
+                        let batch = batch?;
+                        // Touch the batch as a consumer would (one byte per sample).
+                        let bytes = batch.bytes();
+                        checksum ^= bytes
+                            .iter()
+                            .step_by(bytes.len() / batch.len().max(1))
+                            .fold(0, |a, &b| a ^ b);
+                        self.step();
+                        done += 1;
+                        if let Some(estimate) = past(done) {
+                            return Ok(Measured::CutShort(estimate));
+                        }
                     }
                 }
             }
         }
+        drop(loader);
+        std::hint::black_box(checksum);
+        Ok(Measured::Whole(start.elapsed().as_secs_f64()))
     }
-    drop(loader);
-    std::hint::black_box(checksum);
-    Ok(start.elapsed().as_secs_f64())
+
+    /// The consumer's training step, when it has one.
+    fn step(&self) {
+        if let Some(s) = self.train_step {
+            std::thread::sleep(s);
+        }
+    }
 }
 
 /// Fewest batches per epoch a trial is shortened to: on CIFAR-10 at batch
@@ -235,14 +282,20 @@ impl LoaderObjective {
 
     /// One trial of `knobs`.
     pub fn time(&self, knobs: &Knobs) -> Result<f64, TuneError> {
-        time_loader(
-            &self.subset,
-            &self.base,
+        Ok(self.time_until(knobs, None)?.value())
+    }
+
+    /// One trial of `knobs`, stopped past `bound` seconds when given.
+    fn time_until(&self, knobs: &Knobs, bound: Option<f64>) -> Result<Measured, TuneError> {
+        let trial = Trial {
+            dataset: &self.subset,
+            base: &self.base,
             knobs,
-            self.spec.epochs,
-            self.engine.as_deref(),
-            self.train_step,
-        )
+            epochs: self.spec.epochs,
+            engine: self.engine.as_deref(),
+            train_step: self.train_step,
+        };
+        trial.run(bound)
     }
 
     /// Copies every batch to the device through `engine` (a CUDA engine;
@@ -271,5 +324,8 @@ impl LoaderObjective {
 impl Objective for LoaderObjective {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
         Ok(self.time(&KnobSpace::knobs(config))?)
+    }
+    fn measure_until(&mut self, config: &Config, bound: f64) -> Result<Measured, TrialError> {
+        Ok(self.time_until(&KnobSpace::knobs(config), Some(bound))?)
     }
 }

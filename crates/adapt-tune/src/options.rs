@@ -111,12 +111,13 @@ impl TuneOptions {
             max_repeats: 3,
             candidates: 3,
         },
+        prune: true,
     };
 
-    /// The paper's plain descent with the same race.
+    /// The paper's plain descent with the same race and pruning.
     pub const PLAIN_AVL: AvlOptions = AvlOptions {
         refine: false,
-        noise: Self::REFINED_AVL.noise,
+        ..Self::REFINED_AVL
     };
 
     /// What a run searches with unless told: chosen by measurement
@@ -125,8 +126,13 @@ impl TuneOptions {
 
     /// The AVL options for the descent named `plain` or `refined` (`None`:
     /// the default's), with the race unless `race` is false (`plain`
-    /// without it is the paper's algorithm as published).
-    pub fn avl_named(descent: Option<&str>, race: bool) -> Result<AvlOptions, TuneError> {
+    /// without it is the paper's algorithm as published) and pruning
+    /// unless `prune` is false (pruning needs the race's measured noise).
+    pub fn avl_named(
+        descent: Option<&str>,
+        race: bool,
+        prune: bool,
+    ) -> Result<AvlOptions, TuneError> {
         let mut avl = match descent {
             None => Self::DEFAULT_AVL,
             Some("plain") => Self::PLAIN_AVL,
@@ -140,6 +146,7 @@ impl TuneOptions {
         if !race {
             avl.noise = NoisePolicy::OFF;
         }
+        avl.prune = prune && race;
         Ok(avl)
     }
 
@@ -189,6 +196,7 @@ impl TuneOptions {
             noise_candidates: self.avl.noise.candidates,
             train_step_ms: self.train_step.map_or(0.0, |d| d.as_secs_f64() * 1e3),
             space: self.space.name().into(),
+            prune: self.avl.prune && self.avl.noise.threshold > 0.0,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! earlier report instead of the loader, optionally with seeded noise.
 
 use crate::{KnobSpace, Knobs, Report, TuneError};
-use adapt_search::{AvlOptions, Config, NoisePolicy, Objective, TrialError, avl_search};
+use adapt_search::{AvlOptions, Config, Objective, TrialError, avl_search};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -73,7 +73,7 @@ pub fn replay_strategies(noise: f64) -> Vec<(&'static str, AvlOptions)> {
             "refined",
             AvlOptions {
                 refine: true,
-                noise: NoisePolicy::OFF,
+                ..AvlOptions::plain()
             },
         ),
         ("refined+race", raced),

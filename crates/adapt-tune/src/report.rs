@@ -89,6 +89,11 @@ pub struct StrategyRecord {
     /// The knob space searched: `machine` or `paper`.
     #[serde(default = "machine_space")]
     pub space: String,
+    /// Whether the AVL search pruned (stopped a clearly losing trial,
+    /// skipped a value that clearly lost under two other contexts; false in
+    /// reports written before it).
+    #[serde(default)]
+    pub prune: bool,
 }
 
 fn machine_space() -> String {
@@ -285,11 +290,16 @@ impl Report {
         }
         let st = &self.strategy;
         s += &format!(
-            "search: {} over the {} space (AVL {}; noise policy {}; consumer step {} ms)\n",
+            "search: {} over the {} space (AVL {}; noise policy {}; pruning {}; consumer step {} ms)\n",
             st.search,
             st.space,
             st.avl,
             st.policy(),
+            if st.prune {
+                "past twice the noise"
+            } else {
+                "off"
+            },
             st.train_step_ms
         );
         s += &match self.command() {

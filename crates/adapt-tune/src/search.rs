@@ -7,7 +7,7 @@ use crate::options::{Progress, Strategy};
 use crate::report::{Searches, TraceEntry};
 use crate::{ConfigTime, KnobSpace, Knobs, SearchCost, TuneError};
 use adapt_search::{
-    AvlOptions, Config, GridResult, Objective, Outcome, Trial, avl_search, grid_search,
+    AvlOptions, Config, GridResult, Measured, Objective, Outcome, Trial, avl_search, grid_search,
 };
 
 /// Where the tuned configuration came from.
@@ -79,7 +79,7 @@ impl Searched {
 pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
     AvlOptions {
         refine: !avl.refine,
-        noise: avl.noise,
+        ..*avl
     }
 }
 
@@ -171,8 +171,16 @@ pub(crate) fn trace_entries(strategy: &str, trace: &[Trial]) -> Vec<TraceEntry> 
         .map(|t| {
             let (seconds, note) = match &t.outcome {
                 Outcome::Cost { cost } => (Some(*cost), None),
+                Outcome::CutShort { estimate, bound } => (
+                    Some(*estimate),
+                    Some(format!(
+                        "cut short past {bound:.3} s (pruned: it could no longer win); \
+                         the whole trial's time estimated from the batches it read"
+                    )),
+                ),
                 Outcome::Infeasible { reason } => (None, Some(format!("infeasible: {reason}"))),
                 Outcome::Failed { message } => (None, Some(format!("failed: {message}"))),
+                Outcome::Skipped { reason } => (None, Some(format!("skipped (pruned): {reason}"))),
             };
             TraceEntry {
                 strategy: strategy.into(),
@@ -240,13 +248,31 @@ impl<O: Objective> Objective for Reporting<'_, O> {
         self.inner.feasible(config)
     }
     fn measure(&mut self, config: &Config) -> Result<f64, adapt_search::TrialError> {
-        self.count += 1;
         let r = self.inner.measure(config);
-        let shown = match &r {
-            Ok(s) => {
-                self.best = self.best.min(*s);
+        self.show(config, r.as_ref().map(|s| Measured::Whole(*s)));
+        r
+    }
+    fn measure_until(
+        &mut self,
+        config: &Config,
+        bound: f64,
+    ) -> Result<Measured, adapt_search::TrialError> {
+        let r = self.inner.measure_until(config, bound);
+        self.show(config, r.as_ref().copied());
+        r
+    }
+}
+
+impl<O> Reporting<'_, O> {
+    /// The progress line of one trial.
+    fn show(&mut self, config: &Config, r: Result<Measured, &adapt_search::TrialError>) {
+        self.count += 1;
+        let shown = match r {
+            Ok(Measured::Whole(s)) => {
+                self.best = self.best.min(s);
                 format!("{s:.4} s")
             }
+            Ok(Measured::CutShort(s)) => format!("cut short, losing (about {s:.4} s)"),
             Err(e) => format!("failed: {e}"),
         };
         let of = self.total.map_or(String::new(), |t| format!("/{t}"));
@@ -257,7 +283,6 @@ impl<O: Objective> Objective for Reporting<'_, O> {
             KnobSpace::knobs(config),
             self.standing()
         ));
-        r
     }
 }
 
@@ -268,7 +293,7 @@ fn failure_summary(trace: &[Trial]) -> String {
         .find_map(|t| match &t.outcome {
             Outcome::Failed { message } => Some(format!("e.g. {message}")),
             Outcome::Infeasible { reason } => Some(format!("e.g. infeasible: {reason}")),
-            Outcome::Cost { .. } => None,
+            Outcome::Cost { .. } | Outcome::CutShort { .. } | Outcome::Skipped { .. } => None,
         })
         .unwrap_or_else(|| "no trial ran".into())
 }

@@ -263,6 +263,13 @@ impl<O: Objective> Objective for Budgeted<O> {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
         self.inner.measure(config)
     }
+    fn measure_until(
+        &mut self,
+        config: &Config,
+        bound: f64,
+    ) -> Result<adapt_search::Measured, TrialError> {
+        self.inner.measure_until(config, bound)
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::options::{Progress, TuneOptions};
 use crate::space::Budgeted;
 use crate::tuner::{Prepared, TuneContext, tune_one};
 use crate::{Budget, Knobs, Profile, Report, TrialSpec, TuneError};
-use adapt_search::{Config, Objective, TrialError};
+use adapt_search::{Config, Measured, Objective, TrialError};
 
 /// Why a trial is asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +75,16 @@ pub enum TrialFailure {
 pub trait TrialRunner {
     /// Runs one trial; its cost in seconds (wall time, start-up included).
     fn run(&mut self, request: &TrialRequest) -> Result<f64, TrialFailure>;
+
+    /// Runs one trial the search needs only to know loses past `bound`
+    /// seconds (pruning): a runner that can stops once it passes `bound` and
+    /// returns [`Measured::CutShort`] with the whole trial's time estimated
+    /// (the time so far scaled by the batches left). The default runs it
+    /// whole.
+    fn run_until(&mut self, request: &TrialRequest, bound: f64) -> Result<Measured, TrialFailure> {
+        let _ = bound;
+        self.run(request).map(Measured::Whole)
+    }
 }
 
 /// What the tuner knows of data it does not open.
@@ -115,6 +125,18 @@ impl RunnerObjective<'_> {
         spec: TrialSpec,
         purpose: TrialPurpose,
     ) -> Result<f64, TuneError> {
+        Ok(self.time_until(knobs, spec, purpose, None)?.value())
+    }
+
+    /// One trial, stopped past `bound` seconds when given and the runner
+    /// can.
+    fn time_until(
+        &mut self,
+        knobs: &Knobs,
+        spec: TrialSpec,
+        purpose: TrialPurpose,
+        bound: Option<f64>,
+    ) -> Result<Measured, TuneError> {
         if let Some(why) = &self.stopped {
             return Err(TuneError::Stopped(why.clone()));
         }
@@ -126,10 +148,15 @@ impl RunnerObjective<'_> {
             seed: spec.seed,
             purpose,
         };
-        match self.runner.run(&request) {
-            Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
-            Ok(s) => Err(TuneError::Trial(format!(
-                "{knobs}: the trial gave {s} s, not a positive time"
+        let r = match bound {
+            Some(b) => self.runner.run_until(&request, b),
+            None => self.runner.run(&request).map(Measured::Whole),
+        };
+        match r {
+            Ok(m) if m.value().is_finite() && m.value() > 0.0 => Ok(m),
+            Ok(m) => Err(TuneError::Trial(format!(
+                "{knobs}: the trial gave {} s, not a positive time",
+                m.value()
             ))),
             Err(TrialFailure::Failed(why)) => Err(TuneError::Trial(why)),
             Err(TrialFailure::Stop(why)) => {
@@ -151,6 +178,10 @@ impl RunnerObjective<'_> {
 impl Objective for RunnerObjective<'_> {
     fn measure(&mut self, config: &Config) -> Result<f64, TrialError> {
         Ok(self.time(&crate::KnobSpace::knobs(config), TrialPurpose::Search)?)
+    }
+    fn measure_until(&mut self, config: &Config, bound: f64) -> Result<Measured, TrialError> {
+        let knobs = crate::KnobSpace::knobs(config);
+        Ok(self.time_until(&knobs, self.spec, TrialPurpose::Search, Some(bound))?)
     }
 }
 

@@ -63,7 +63,7 @@ pub use adapt_remote::{
     RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,
     swap_default_options,
 };
-pub use adapt_search::AvlOptions;
+pub use adapt_search::{AvlOptions, Measured};
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{
     Knobs, Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,

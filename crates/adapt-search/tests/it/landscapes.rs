@@ -184,6 +184,7 @@ fn paper_space_avl_100_trials_vs_grid_1584() {
             max_repeats: 3,
             candidates: 3,
         },
+        prune: false,
     };
     let raced = avl_search(&space, &mut Analytic::new(f), &tuner);
     assert!(raced.trials <= refined_r.trials + 6, "{}", raced.trials);

@@ -5,6 +5,7 @@
 mod landscapes;
 mod noise;
 mod properties;
+mod pruning;
 
 use adapt_search::{Config, Objective, Param, Space, TrialError};
 

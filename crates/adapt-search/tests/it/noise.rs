@@ -28,6 +28,7 @@ fn noise_policy_picks_the_true_optimum_more_often() {
     let plain = AvlOptions {
         refine: true,
         noise: NoisePolicy::OFF,
+        prune: false,
     };
     let noisy = AvlOptions {
         refine: true,
@@ -36,6 +37,7 @@ fn noise_policy_picks_the_true_optimum_more_often() {
             max_repeats: 7,
             candidates: 4,
         },
+        prune: false,
     };
     let (a, ta) = hits(&plain);
     let (b, tb) = hits(&noisy);
@@ -69,6 +71,7 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
         let refined = AvlOptions {
             refine: true,
             noise: NoisePolicy::OFF,
+            prune: false,
         };
         let plain = avl_search(&space, &mut Analytic::new(f), &refined);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -87,6 +90,7 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
             &AvlOptions {
                 refine: true,
                 noise: policy,
+                prune: false,
             },
         );
         let repeats: Vec<&adapt_search::Trial> =
@@ -141,6 +145,7 @@ fn the_lucky_first_measurement_does_not_vote_in_the_race() {
                 max_repeats: 2,
                 candidates: 2,
             },
+            prune: false,
         },
     );
     assert!(

@@ -77,9 +77,14 @@ pub struct Args {
     /// the one measured better (docs/tuning.md, "Which descent").
     #[arg(long)]
     avl: Option<String>,
-    /// No race at the end of the AVL search (single measurements decide).
+    /// No race at the end of the AVL search (single measurements decide;
+    /// no pruning either, which needs the race's measured noise).
     #[arg(long)]
     no_race: bool,
+    /// No pruning: every trial of the AVL search runs whole, and no value
+    /// is skipped for having clearly lost under two other contexts.
+    #[arg(long)]
+    no_prune: bool,
     /// The paper's algorithm as published: --avl plain --no-race.
     #[arg(long)]
     plain: bool,
@@ -150,10 +155,17 @@ impl Args {
         if self.plain && self.avl.is_some() {
             bail!("--plain is --avl plain --no-race: pass one or the other");
         }
+        if self.plain && self.no_prune {
+            bail!("--plain prunes nothing already (the paper's algorithm as published)");
+        }
         if self.plain {
             return Ok(AvlOptions::plain());
         }
-        Ok(TuneOptions::avl_named(self.avl.as_deref(), !self.no_race)?)
+        Ok(TuneOptions::avl_named(
+            self.avl.as_deref(),
+            !self.no_race,
+            !self.no_prune,
+        )?)
     }
 
     fn options(&self, pipeline: Pipeline) -> anyhow::Result<TuneOptions> {
