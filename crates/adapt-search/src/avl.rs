@@ -133,8 +133,22 @@ pub fn avl_search<O: Objective + ?Sized>(
     objective: &mut O,
     options: &AvlOptions,
 ) -> AvlResult {
+    avl_search_from(space, objective, options, f64::INFINITY)
+}
+
+/// [`avl_search`] where a cost of `cheapest_known` is known to be reachable
+/// (measured before the search on the same objective, as the tuner's
+/// noise probes are): pruning cuts trials against it from the first one.
+pub fn avl_search_from<O: Objective + ?Sized>(
+    space: &Space,
+    objective: &mut O,
+    options: &AvlOptions,
+    cheapest_known: f64,
+) -> AvlResult {
     let mut s = Search {
-        runner: Runner::new(space, objective).cutting_past(options.prune_factor()),
+        runner: Runner::new(space, objective)
+            .cutting_past(options.prune_factor())
+            .with_floor(cheapest_known),
         options: *options,
         path: Vec::new(),
         standings: HashMap::new(),
@@ -418,6 +432,10 @@ impl<O: Objective + ?Sized> Search<'_, O> {
     fn refine(&mut self, mut best: Config) -> Config {
         let space = self.runner.space;
         let order: Vec<usize> = space.priority().iter().rev().copied().collect();
+        let mut level_of = vec![0; space.params().len()];
+        for (level, &p) in space.priority().iter().enumerate() {
+            level_of[p] = level;
+        }
         let mut improved = true;
         while improved {
             improved = false;
@@ -432,6 +450,9 @@ impl<O: Objective + ?Sized> Search<'_, O> {
                         .into_iter()
                         .flatten()
                     {
+                        if self.predicted_loser(level_of[p], p, j, &best) {
+                            continue;
+                        }
                         let mut c = best.clone();
                         c.0[p] = values[j];
                         let c = self.runner.cost(&c).0;

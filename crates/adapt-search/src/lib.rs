@@ -38,7 +38,7 @@ mod param;
 mod runner;
 mod tree;
 
-pub use avl::{AvlOptions, AvlResult, Move, NoisePolicy, avl_search};
+pub use avl::{AvlOptions, AvlResult, Move, NoisePolicy, avl_search, avl_search_from};
 pub use grid::{GridResult, grid_search};
 pub use param::{Config, Param, ParamError, Space, Value};
 pub use runner::{Outcome, Trial};

@@ -111,6 +111,14 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         self
     }
 
+    /// The same runner, knowing that a cost of `cheapest` is reachable.
+    pub(crate) fn with_floor(mut self, cheapest: f64) -> Self {
+        if cheapest.is_finite() && cheapest > 0.0 {
+            self.floor = cheapest;
+        }
+        self
+    }
+
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }

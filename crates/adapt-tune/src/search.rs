@@ -7,7 +7,8 @@ use crate::options::{Progress, Strategy};
 use crate::report::{Searches, TraceEntry};
 use crate::{ConfigTime, KnobSpace, Knobs, SearchCost, TuneError};
 use adapt_search::{
-    AvlOptions, Config, GridResult, Measured, Objective, Outcome, Trial, avl_search, grid_search,
+    AvlOptions, Config, GridResult, Measured, Objective, Outcome, Trial, avl_search_from,
+    grid_search,
 };
 
 /// Where the tuned configuration came from.
@@ -84,13 +85,17 @@ pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
 }
 
 /// Runs the searches `strategy` asks for (none for the AVL part when a
-/// profile entry is `saved`). `label` prefixes the progress lines.
+/// profile entry is `saved`). `label` prefixes the progress lines;
+/// `cheapest_known` is the cheapest time measured before (the noise
+/// probes'), which pruning cuts against from the first trial.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_searches<O: Objective>(
     space: &KnobSpace,
     objective: &mut O,
     strategy: Strategy,
     avl: &AvlOptions,
     saved: Option<Knobs>,
+    cheapest_known: f64,
     label: &str,
     progress: Progress<'_>,
 ) -> Result<Searched, TuneError> {
@@ -107,7 +112,7 @@ pub(crate) fn run_searches<O: Objective>(
     };
     if pick.is_none() && strategy != Strategy::Grid {
         let mut rep = Reporting::new(&mut *objective, format!("{label} avl"), progress);
-        let r = avl_search(space.space(), &mut rep, avl);
+        let r = avl_search_from(space.space(), &mut rep, avl, cheapest_known);
         found.trace.extend(trace_entries("avl", &r.trace));
         found.avl_path = r.path.iter().map(|s| KnobSpace::knobs(&s.config)).collect();
         found.costs.avl = Some(cost(r.trials, r.wall));
@@ -122,7 +127,7 @@ pub(crate) fn run_searches<O: Objective>(
         let other = other_avl(avl);
         let name = crate::options::descent_name(&other);
         let mut rep = Reporting::new(&mut *objective, format!("{label} {name} avl"), progress);
-        let r = avl_search(space.space(), &mut rep, &other);
+        let r = avl_search_from(space.space(), &mut rep, &other, cheapest_known);
         found
             .trace
             .extend(trace_entries(&format!("avl-{name}"), &r.trace));

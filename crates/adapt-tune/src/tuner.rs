@@ -340,12 +340,17 @@ pub(crate) fn tune_one<O: Objective>(
     let all = ctx.space.space().configurations();
     let infeasible = infeasible_count(objective, &all)?;
     let label = format!("batch {batch_size}");
+    let cheapest_known = noise_probes
+        .iter()
+        .map(|n| n.median)
+        .fold(f64::INFINITY, f64::min);
     let found = run_searches(
         &ctx.space,
         objective,
         ctx.options.strategy,
         &avl,
         saved,
+        cheapest_known,
         &label,
         ctx.progress,
     )?;

@@ -4,7 +4,7 @@
 
 use adapt_search::{
     AvlOptions, Config, Measured, NoisePolicy, Objective, Outcome, Param, Space, TrialError,
-    avl_search,
+    avl_search, avl_search_from,
 };
 use proptest::prelude::*;
 
@@ -116,6 +116,28 @@ fn a_value_that_keeps_losing_is_skipped_and_clear_losers_are_cut_short() {
     let off = avl_search(&space, &mut obj, &tuner(0.0, true));
     assert_eq!(obj.cut, 0);
     assert!(off.trace.iter().all(|t| t.outcome.ran()));
+}
+
+#[test]
+fn a_cost_known_before_the_search_cuts_from_the_first_trial() {
+    let space = loader_like();
+    // The root (2 workers, prefetch 8) is twice what the tuner's probes
+    // measured before the search: cut; without that knowledge, run whole.
+    let f = |c: &Config| if c.int(0) == 4 { 1.0 } else { 2.0 };
+    let mut obj = Censoring { f, runs: 0, cut: 0 };
+    let r = avl_search_from(&space, &mut obj, &tuner(0.05, true), 1.0);
+    assert!(
+        matches!(r.trace[0].outcome, Outcome::CutShort { bound, .. } if (bound - 1.1).abs() < 1e-9),
+        "{:?}",
+        r.trace[0]
+    );
+    assert_eq!(r.best.unwrap().int(0), 4);
+    let r = avl_search(
+        &space,
+        &mut Censoring { f, runs: 0, cut: 0 },
+        &tuner(0.05, true),
+    );
+    assert!(matches!(r.trace[0].outcome, Outcome::Cost { .. }));
 }
 
 trait SubAbs {
