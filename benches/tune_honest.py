@@ -36,6 +36,7 @@ def run_one(args, batch, run):
         cmd += ["--trial-samples", str(args.trial_samples)]
     if args.final_samples:
         cmd += ["--final-samples", str(args.final_samples)]
+    cmd += args.extra
     t = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     print(f"batch {batch} run {run}: {time.monotonic() - t:.0f} s -> {out}", file=sys.stderr)
@@ -107,10 +108,12 @@ def main():
     p.add_argument("--out", default="docs/reports")
     p.add_argument("--tag", default="cifar")
     p.add_argument("--summarize", action="store_true", help="only print the table")
+    p.add_argument("--first-run", type=int, default=1, help="number of the first run (to add runs)")
+    p.add_argument("extra", nargs="*", help="more arguments for every `tune` (after --), e.g. --no-prune")
     args = p.parse_args()
     if not args.summarize:
         os.makedirs(args.out, exist_ok=True)
-        for run in range(1, args.runs + 1):
+        for run in range(args.first_run, args.first_run + args.runs):
             for batch in (int(b) for b in args.batch_sizes.split(",")):
                 run_one(args, batch, run)
     summarize(args.out, args.tag)

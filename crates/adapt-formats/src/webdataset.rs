@@ -65,6 +65,11 @@ pub struct WebDatasetOptions {
     /// open reads it instead of every header (`index_cache`; the front
     /// crate puts it beside the shard cache); `None` lists at every open.
     pub index_dir: Option<PathBuf>,
+    /// Bytes `unpack_dir` may hold: an open removes other datasets' copies
+    /// (and stale ones), least recently opened first, past it; its own are
+    /// kept whatever their size (the front crate gives the shard cache's
+    /// bound, `ADAPT_CACHE_BYTES`).
+    pub unpack_bytes: u64,
 }
 
 /// Largest text member read: a caption or a JSON record, not a file.
@@ -101,6 +106,7 @@ impl Default for WebDatasetOptions {
             unpack_dir: None,
             text: None,
             index_dir: None,
+            unpack_bytes: u64::MAX,
         }
     }
 }
@@ -135,6 +141,9 @@ pub struct WebDataset {
     shards: Vec<PathBuf>,
     /// The files read: the shards, or a compressed one's decompressed copy.
     files: Vec<PathBuf>,
+    /// Where compressed shards' copies are (to decompress one again that
+    /// another process's open removed).
+    unpack_dir: Option<PathBuf>,
     entries: Vec<Entry>,
     ranges: Vec<Range<usize>>,
     classes: Option<usize>,
@@ -159,7 +168,8 @@ impl WebDataset {
         let mut entries = Vec::new();
         let mut ranges = Vec::with_capacity(shards.len());
         let mut last_key: Option<(String, usize)> = None;
-        let files = gunzip::unpacked_all(&shards, options.unpack_dir.as_deref())?;
+        let files =
+            gunzip::unpacked_all(&shards, options.unpack_dir.as_deref(), options.unpack_bytes)?;
         for (number, path) in shards.iter().enumerate() {
             let shard = u32::try_from(number).map_err(|_| FormatError::InvalidInput {
                 path: path.clone(),
@@ -199,6 +209,7 @@ impl WebDataset {
         Ok(Self {
             shards,
             files,
+            unpack_dir: options.unpack_dir.clone(),
             entries,
             ranges,
             classes,
@@ -229,9 +240,31 @@ impl WebDataset {
         self.shards[entry.shard as usize].join(&*entry.member)
     }
 
+    /// Shard `shard`'s file, opened. A compressed shard's copy that another
+    /// process's open removed (the folder's bound) is decompressed again:
+    /// the same bytes, unless the shard changed since this open, which is
+    /// an error naming it.
+    fn open_file(&self, shard: usize) -> Result<std::fs::File, FormatError> {
+        let (file, source) = (&self.files[shard], &self.shards[shard]);
+        match open_regular(file) {
+            Err(FormatError::Missing { .. }) if file != source => {
+                let copy = gunzip::unpacked(source, self.unpack_dir.as_deref())?;
+                if copy != *file {
+                    return Err(FormatError::Gunzip {
+                        shard: source.clone(),
+                        reason: "the shard changed since the dataset was opened: open it again"
+                            .into(),
+                    });
+                }
+                open_regular(&copy)
+            }
+            opened => opened,
+        }
+    }
+
     /// Reads sample `index`'s image bytes into `buf` (resized to fit).
     fn read_member(&self, entry: &Entry, buf: &mut Vec<u8>) -> Result<(), FormatError> {
-        let file = open_regular(&self.files[entry.shard as usize])?;
+        let file = self.open_file(entry.shard as usize)?;
         buf.resize(entry.len as usize, 0);
         file.read_exact_at(buf, entry.offset)
             .map_err(|source| FormatError::Io {
@@ -247,7 +280,7 @@ impl WebDataset {
         let (offset, len) = entry.text.unwrap_or_default();
         let shard = &self.shards[entry.shard as usize];
         let member = format!("{}.{ext}", self.key(index).unwrap_or_default());
-        let file = open_regular(&self.files[entry.shard as usize])?;
+        let file = self.open_file(entry.shard as usize)?;
         let mut bytes = vec![0; len as usize];
         file.read_exact_at(&mut bytes, offset)
             .map_err(|e| tar_member(shard, &member, format!("cannot read the text: {e}")))?;

@@ -417,6 +417,7 @@ pub fn open_webdataset(
         unpack_dir: Some(cache_folder("unpacked")),
         text: members.text.clone(),
         index_dir: Some(cache_folder("index")),
+        unpack_bytes: adapt_remote::default_options().cache_bytes,
     };
     let dataset = match file_list(path, "WebDataset shards")? {
         FileList::Local(spec) => WebDataset::open(spec, &options)?,

@@ -11,6 +11,12 @@
 //! ends), others wait and read its copy. The copy is written as a part file
 //! renamed when whole: a process killed mid-way leaves nothing another will
 //! read as whole, and its part file is overwritten by the next holder.
+//!
+//! The folder is bounded ([`evict`]): opening a dataset removes other
+//! datasets' copies (and copies of shards since rewritten), least recently
+//! opened first, while the folder holds more than the bound; a dataset's
+//! own copies are never removed by its own open. A reader whose copy
+//! another process removed decompresses it again (`WebDataset::open_file`).
 
 use crate::FormatError;
 use crate::image_io::open_regular;
@@ -40,10 +46,12 @@ pub fn is_gzip_shard(path: &Path) -> bool {
 /// one's copy in `folder` ([`unpacked`]), decompressed on as many threads
 /// as the machine has cores (one shard each at a time); after a failure
 /// no further shard is started, and the error of the first shard in order
-/// that failed is returned.
+/// that failed is returned. Then the folder is brought within `bound`
+/// bytes by removing other copies ([`evict`]).
 pub(crate) fn unpacked_all(
     shards: &[PathBuf],
     folder: Option<&Path>,
+    bound: u64,
 ) -> Result<Vec<PathBuf>, FormatError> {
     let compressed: Vec<usize> = (0..shards.len())
         .filter(|&i| is_gzip_shard(&shards[i]))
@@ -76,7 +84,68 @@ pub(crate) fn unpacked_all(
     for (i, copy) in done {
         files[i] = copy?;
     }
+    if let (Some(folder), false) = (folder, compressed.is_empty()) {
+        let mine: Vec<PathBuf> = compressed.iter().map(|&i| files[i].clone()).collect();
+        evict(folder, &mine, bound);
+    }
     Ok(files)
+}
+
+/// Removes the decompressed copies in `folder` that `keep` does not name,
+/// least recently opened first (a copy's modification time is set each
+/// time a dataset opens it), while the folder's copies take more than
+/// `bound` bytes. The copies in `keep` count toward the bound but are never
+/// removed: a dataset larger than the bound keeps all of its own. A copy
+/// whose lock another process holds (decompressing it) is left; taken
+/// with its lock, a part file of a process that died decompressing it
+/// goes too. What cannot be removed is left: a folder that cannot be
+/// cleaned only keeps more.
+pub(crate) fn evict(folder: &Path, keep: &[PathBuf], bound: u64) {
+    let Ok(dir) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let mut copies: Vec<(std::time::SystemTime, u64, PathBuf)> = dir
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let path = e.path();
+            if path.extension()? != "tar" {
+                return None;
+            }
+            let meta = e.metadata().ok()?;
+            let used = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+            meta.is_file().then_some((used, meta.len(), path))
+        })
+        .collect();
+    let mut total: u64 = copies.iter().map(|c| c.1).sum();
+    copies.sort();
+    for (_, len, path) in copies {
+        if total <= bound {
+            break;
+        }
+        if !keep.contains(&path) && remove_copy(&path) {
+            total = total.saturating_sub(len);
+        }
+    }
+}
+
+/// Removes one copy (and a dead process's part file of it) under the
+/// copy's lock, unless another process holds that lock; whether it went.
+fn remove_copy(copy: &Path) -> bool {
+    let name = copy.file_name().unwrap_or_default().to_string_lossy();
+    let lock_path = copy.with_file_name(format!("{name}.lock"));
+    let Ok(lock) = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+    else {
+        return false;
+    };
+    if lock.try_lock().is_err() {
+        return false;
+    }
+    let _ = std::fs::remove_file(copy.with_file_name(format!("{name}.part")));
+    std::fs::remove_file(copy).is_ok()
 }
 
 /// The decompressed copy of the gzip-compressed shard `shard` in `folder`

@@ -381,6 +381,86 @@ fn gzip_compressed_shards_are_decompressed_once_and_read_as_the_plain_ones() {
     );
 }
 
+/// Compressed copies of `n` samples in 10-sample shards, in `dir/name`.
+fn gzipped(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let plain = dir.join(format!("{name}-plain"));
+    let gz = dir.join(name);
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::create_dir_all(&gz).unwrap();
+    for tar in write(&plain, n, 10) {
+        let file = tar.file_name().unwrap().to_string_lossy().into_owned();
+        gzip(&tar, &gz.join(format!("{file}.gz")));
+    }
+    gz
+}
+
+#[test]
+fn the_unpack_folder_keeps_its_bound_by_removing_other_datasets_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let unpacked = dir.path().join("unpacked");
+    let (a, b) = (gzipped(dir.path(), "a", 30), gzipped(dir.path(), "b", 20));
+    let unbounded = WebDatasetOptions {
+        unpack_dir: Some(unpacked.clone()),
+        ..WebDatasetOptions::default()
+    };
+    let copies = |names: Vec<String>| -> Vec<String> {
+        names.into_iter().filter(|n| n.ends_with(".tar")).collect()
+    };
+    let a_set = WebDataset::open(&a.display().to_string(), &unbounded).unwrap();
+    let want: Vec<_> = (0..30).map(|i| a_set.get(i).unwrap()).collect();
+    let a_copies = copies(names(&unpacked));
+    assert_eq!(a_copies.len(), 3);
+    // Another process decompressing one of a's copies holds its lock: that
+    // copy stays; a part file it left behind would too.
+    let held = unpacked.join(format!("{}.lock", a_copies[1]));
+    let lock = std::fs::File::options().write(true).open(&held).unwrap();
+    lock.lock().unwrap();
+    let stale = unpacked.join(format!("{}.part", a_copies[0]));
+    std::fs::write(&stale, b"a dead process's part").unwrap();
+    // A bound of nothing: opening b removes what is not b's, keeps b's own.
+    let bounded = WebDatasetOptions {
+        unpack_bytes: 0,
+        ..unbounded.clone()
+    };
+    let b_set = WebDataset::open(&b.display().to_string(), &bounded).unwrap();
+    let now = copies(names(&unpacked));
+    assert_eq!(now.len(), 2 + 1, "b's two and the held one: {now:?}");
+    assert!(now.contains(&a_copies[1]) && !now.contains(&a_copies[0]));
+    assert!(
+        !stale.exists(),
+        "the dead process's part file went with its copy"
+    );
+    drop(lock);
+    // a, opened before, still reads its samples: each copy removed under
+    // it is decompressed again when read.
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&a_set.get(i).unwrap(), w, "sample {i}");
+    }
+    assert_eq!(copies(names(&unpacked)).len(), 3 + 2);
+    assert_eq!(b_set.len(), 20);
+    // Within the bound nothing goes; past it, the least recently opened.
+    let one = std::fs::metadata(unpacked.join(&a_copies[0]))
+        .unwrap()
+        .len();
+    let roomy = WebDatasetOptions {
+        unpack_bytes: 6 * one,
+        ..unbounded.clone()
+    };
+    WebDataset::open(&b.display().to_string(), &roomy).unwrap();
+    assert_eq!(copies(names(&unpacked)).len(), 5);
+    // A shard rewritten under an open dataset whose copy went: an error
+    // naming the shard, never another shard's samples under the old index.
+    WebDataset::open(&b.display().to_string(), &bounded).unwrap();
+    let first = a.join("shard-000000.tar.gz");
+    let other = gzipped(dir.path(), "other", 7);
+    std::fs::copy(other.join("shard-000000.tar.gz"), &first).unwrap();
+    let e = a_set.get(0).unwrap_err().to_string();
+    assert!(
+        e.contains("shard-000000.tar.gz") && e.contains("changed since"),
+        "{e}"
+    );
+}
+
 #[test]
 fn text_members_are_read_beside_each_sample_and_named_when_bad() {
     let dir = tempfile::tempdir().unwrap();
