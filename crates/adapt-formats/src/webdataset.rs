@@ -17,6 +17,7 @@
 
 mod gunzip;
 mod index_cache;
+mod lru;
 mod writer;
 
 pub use gunzip::{MAX_UNPACKED_SHARD_BYTES, is_gzip_shard};

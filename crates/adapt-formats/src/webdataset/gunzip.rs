@@ -101,31 +101,9 @@ pub(crate) fn unpacked_all(
 /// goes too. What cannot be removed is left: a folder that cannot be
 /// cleaned only keeps more.
 pub(crate) fn evict(folder: &Path, keep: &[PathBuf], bound: u64) {
-    let Ok(dir) = std::fs::read_dir(folder) else {
-        return;
-    };
-    let mut copies: Vec<(std::time::SystemTime, u64, PathBuf)> = dir
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let path = e.path();
-            if path.extension()? != "tar" {
-                return None;
-            }
-            let meta = e.metadata().ok()?;
-            let used = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-            meta.is_file().then_some((used, meta.len(), path))
-        })
-        .collect();
-    let mut total: u64 = copies.iter().map(|c| c.1).sum();
-    copies.sort();
-    for (_, len, path) in copies {
-        if total <= bound {
-            break;
-        }
-        if !keep.contains(&path) && remove_copy(&path) {
-            total = total.saturating_sub(len);
-        }
-    }
+    super::lru::evict(folder, "tar", bound, |copy| {
+        !keep.iter().any(|k| k == copy) && remove_copy(copy)
+    });
 }
 
 /// Removes one copy (and a dead process's part file of it) under the

@@ -116,28 +116,9 @@ fn store(path: &Path, key: &[u8], members: &[Member]) -> std::io::Result<()> {
 /// Removes the least recently used lists of `dir` (never `keep`) until
 /// they take at most `bound` bytes.
 fn evict(dir: &Path, bound: u64, keep: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut lists: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let path = e.path();
-            let meta = e.metadata().ok()?;
-            (path.extension()? == "idx" && meta.is_file())
-                .then(|| Some((meta.modified().ok()?, meta.len(), path)))?
-        })
-        .collect();
-    let mut total: u64 = lists.iter().map(|l| l.1).sum();
-    lists.sort();
-    for (_, bytes, path) in lists {
-        if total <= bound {
-            break;
-        }
-        if path != keep && std::fs::remove_file(&path).is_ok() {
-            total -= bytes;
-        }
-    }
+    super::lru::evict(dir, "idx", bound, |list| {
+        list != keep && std::fs::remove_file(list).is_ok()
+    });
 }
 
 #[cfg(test)]
