@@ -165,7 +165,13 @@ pub fn avl_search_from<O: Objective + ?Sized>(
     let (best, cost) = s.runner.cost(&best);
     let runs = s.runner.runs();
     let distinct = {
-        let mut seen: Vec<&Config> = s.runner.trace.iter().map(|t| &t.config).collect();
+        let mut seen: Vec<&Config> = s
+            .runner
+            .trace
+            .iter()
+            .filter(|t| t.outcome.ran())
+            .map(|t| &t.config)
+            .collect();
         seen.sort();
         seen.dedup();
         seen.len()
@@ -450,11 +456,13 @@ impl<O: Objective + ?Sized> Search<'_, O> {
                         .into_iter()
                         .flatten()
                     {
-                        if self.predicted_loser(level_of[p], p, j, &best) {
-                            continue;
-                        }
                         let mut c = best.clone();
                         c.0[p] = values[j];
+                        // A neighbour already measured costs nothing.
+                        if !self.runner.known(&c) && self.predicted_loser(level_of[p], p, j, &best)
+                        {
+                            continue;
+                        }
                         let c = self.runner.cost(&c).0;
                         let current = moved.as_ref().map_or(&best, |(_, m)| m);
                         if self.better(&c, &current.clone()) {
