@@ -112,7 +112,8 @@ def _reseed_globals(seed):
 class GlobalRngs:
     """Saves and restores the main process's global RNG states around work
     that reseeds them (the inline loader, num_workers=0), when `reseed` is
-    a mode that does (about 45 µs a batch, numpy's state most of it)."""
+    a mode that does (about 70 µs a batch with numpy 2.4, most of it
+    numpy's get_state and set_state)."""
 
     def __init__(self, reseed):
         self.reseed = reseed
