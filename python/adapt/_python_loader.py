@@ -257,7 +257,7 @@ class PythonLoader:
                 or self.batch_sampler is not None):
             return
         try:
-            with _workers.GlobalRngs(True):  # this read draws nothing from the caller's
+            with _workers.GlobalRngs(True):  # this read leaves the caller's generators as they were
                 sample = _workers.fetch(self.dataset, self.seed, epoch, first_index,
                                         self.reseed_globals is not None)
         except Exception:
