@@ -1,7 +1,7 @@
 //! The AVL-tree search of the ADaPT paper: one balanced tree per parameter,
 //! nested by priority, with optional refinement and a noise race.
 
-use crate::runner::Runner;
+use crate::runner::{Prior, Runner};
 use crate::{Config, Objective, Space, Tree, Trial, Value};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -133,22 +133,27 @@ pub fn avl_search<O: Objective + ?Sized>(
     objective: &mut O,
     options: &AvlOptions,
 ) -> AvlResult {
-    avl_search_from(space, objective, options, f64::INFINITY)
+    avl_search_from(space, objective, options, &[])
 }
 
-/// [`avl_search`] where a cost of `cheapest_known` is known to be reachable
-/// (measured before the search on the same objective, as the tuner's
-/// noise probes are): pruning cuts trials against it from the first one.
+/// [`avl_search`] that starts from costs measured `before` it on the same
+/// objective with the same trials (the tuner's noise probes: five trials
+/// each of two configurations). The search takes them as it would its own
+/// first measurements, so it never runs those configurations' first trial
+/// again (the race still re-measures them, and only its own measurements
+/// vote there), and pruning cuts trials against the cheapest of them from
+/// the first trial on. They are not in the result's trace or trial count:
+/// the caller ran and reports them.
 pub fn avl_search_from<O: Objective + ?Sized>(
     space: &Space,
     objective: &mut O,
     options: &AvlOptions,
-    cheapest_known: f64,
+    before: &[Prior],
 ) -> AvlResult {
     let mut s = Search {
         runner: Runner::new(space, objective)
             .cutting_past(options.prune_factor())
-            .with_floor(cheapest_known),
+            .with_prior(before),
         options: *options,
         path: Vec::new(),
         standings: HashMap::new(),
@@ -244,6 +249,10 @@ impl<O: Objective + ?Sized> Search<'_, O> {
         // Round by round, so that a slow drift of the machine touches every
         // candidate alike; one clearly behind the leader is dropped.
         for _ in 1..n.max_repeats {
+            // A field of one has nothing left to race against.
+            if field.len() < 2 {
+                break;
+            }
             for (c, _) in &field {
                 self.runner.remeasure(c);
             }

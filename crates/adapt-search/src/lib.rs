@@ -41,7 +41,7 @@ mod tree;
 pub use avl::{AvlOptions, AvlResult, Move, NoisePolicy, avl_search, avl_search_from};
 pub use grid::{GridResult, grid_search};
 pub use param::{Config, Param, ParamError, Space, Value};
-pub use runner::{Outcome, Trial};
+pub use runner::{Outcome, Prior, Trial};
 pub use tree::Tree;
 
 /// Why a trial produced no cost.

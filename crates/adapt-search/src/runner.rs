@@ -47,6 +47,17 @@ impl Outcome {
     }
 }
 
+/// A configuration's costs measured before a search on the same objective
+/// with the same trials (the tuner's noise probes); see
+/// [`crate::avl_search_from`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prior {
+    /// The configuration.
+    pub config: Config,
+    /// Its measured costs, in order.
+    pub costs: Vec<f64>,
+}
+
 /// One entry of the trace, in the order trials happened.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Trial {
@@ -78,6 +89,8 @@ pub(crate) struct Runner<'a, O: Objective + ?Sized> {
     cut: Option<f64>,
     /// The cheapest finite cost measured so far.
     floor: f64,
+    /// Configurations measured before the search (`with_prior`), in order.
+    prior: Vec<Config>,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -101,6 +114,7 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
             started: Instant::now(),
             cut: None,
             floor: f64::INFINITY,
+            prior: Vec::new(),
         }
     }
 
@@ -111,10 +125,35 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
         self
     }
 
-    /// The same runner, knowing that a cost of `cheapest` is reachable.
-    pub(crate) fn with_floor(mut self, cheapest: f64) -> Self {
-        if cheapest.is_finite() && cheapest > 0.0 {
-            self.floor = cheapest;
+    /// The same runner, knowing the costs measured before the search on
+    /// the same objective and trials: they stand as first measurements
+    /// (no trial runs them again; only later ones are trials), and the
+    /// cheapest median is the floor pruning cuts against. Non-finite costs
+    /// are left out, and so is a configuration with none left or one the
+    /// objective finds infeasible.
+    pub(crate) fn with_prior(mut self, before: &[Prior]) -> Self {
+        for p in before {
+            let costs: Vec<f64> = p.costs.iter().copied().filter(|c| c.is_finite()).collect();
+            if costs.is_empty() {
+                continue;
+            }
+            let c = self.space.canonicalize(&p.config);
+            // Measured outside the search's constraints (a probe over the
+            // memory budget): the search must not pick it from here.
+            if self.objective.feasible(&c).is_err() {
+                continue;
+            }
+            let m = median(&costs);
+            if m > 0.0 {
+                self.floor = self.floor.min(m);
+            }
+            match self.memo.get_mut(&c) {
+                Some(Record::Costs(v)) => v.extend(costs),
+                _ => {
+                    self.memo.insert(c.clone(), Record::Costs(costs));
+                    self.prior.push(c);
+                }
+            }
         }
         self
     }
@@ -269,9 +308,10 @@ impl<'a, O: Objective + ?Sized> Runner<'a, O> {
     }
 
     /// Every configuration measured so far with a finite cost (its median),
-    /// cheapest first; ties in the order they were first measured.
+    /// the prior ones included, cheapest first; ties in the order they were
+    /// first measured.
     pub(crate) fn measured(&self) -> Vec<(Config, f64)> {
-        let mut seen: Vec<&Config> = Vec::new();
+        let mut seen: Vec<&Config> = self.prior.iter().collect();
         for t in &self.trace {
             if !seen.contains(&&t.config) {
                 seen.push(&t.config);

@@ -7,7 +7,7 @@ use crate::options::{Progress, Strategy};
 use crate::report::{Searches, TraceEntry};
 use crate::{ConfigTime, KnobSpace, Knobs, SearchCost, TuneError};
 use adapt_search::{
-    AvlOptions, Config, GridResult, Measured, Objective, Outcome, Trial, avl_search_from,
+    AvlOptions, Config, GridResult, Measured, Objective, Outcome, Prior, Trial, avl_search_from,
     grid_search,
 };
 
@@ -86,8 +86,10 @@ pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
 
 /// Runs the searches `strategy` asks for (none for the AVL part when a
 /// profile entry is `saved`). `label` prefixes the progress lines;
-/// `cheapest_known` is the cheapest time measured before (the noise
-/// probes'), which pruning cuts against from the first trial.
+/// `before` holds the times measured before the search (the noise
+/// probes'): the AVL searches take them as first measurements and pruning
+/// cuts against the cheapest from the first trial; the grid measures every
+/// configuration itself, as the paper's grid does.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_searches<O: Objective>(
     space: &KnobSpace,
@@ -95,7 +97,7 @@ pub(crate) fn run_searches<O: Objective>(
     strategy: Strategy,
     avl: &AvlOptions,
     saved: Option<Knobs>,
-    cheapest_known: f64,
+    before: &[Prior],
     label: &str,
     progress: Progress<'_>,
 ) -> Result<Searched, TuneError> {
@@ -112,7 +114,7 @@ pub(crate) fn run_searches<O: Objective>(
     };
     if pick.is_none() && strategy != Strategy::Grid {
         let mut rep = Reporting::new(&mut *objective, format!("{label} avl"), progress);
-        let r = avl_search_from(space.space(), &mut rep, avl, cheapest_known);
+        let r = avl_search_from(space.space(), &mut rep, avl, before);
         found.trace.extend(trace_entries("avl", &r.trace));
         found.avl_path = r.path.iter().map(|s| KnobSpace::knobs(&s.config)).collect();
         found.costs.avl = Some(cost(r.trials, r.wall));
@@ -127,7 +129,7 @@ pub(crate) fn run_searches<O: Objective>(
         let other = other_avl(avl);
         let name = crate::options::descent_name(&other);
         let mut rep = Reporting::new(&mut *objective, format!("{label} {name} avl"), progress);
-        let r = avl_search_from(space.space(), &mut rep, &other, cheapest_known);
+        let r = avl_search_from(space.space(), &mut rep, &other, before);
         found
             .trace
             .extend(trace_entries(&format!("avl-{name}"), &r.trace));

@@ -327,6 +327,7 @@ mod tests {
     struct Known {
         requests: Vec<TrialRequest>,
         stop_after: Option<usize>,
+        cost: fn(&Knobs) -> f64,
     }
 
     fn cost(k: &Knobs) -> f64 {
@@ -345,7 +346,7 @@ mod tests {
             if r.knobs.num_workers == 1 && r.knobs.prefetch_factor == 1 {
                 return Err(TrialFailure::Failed("RuntimeError: worker 0 died".into()));
             }
-            Ok(cost(&r.knobs) * (r.samples as f64 * r.epochs as f64) / 20_000.0)
+            Ok((self.cost)(&r.knobs) * (r.samples as f64 * r.epochs as f64) / 20_000.0)
         }
     }
 
@@ -378,6 +379,7 @@ mod tests {
         let mut runner = Known {
             requests: Vec::new(),
             stop_after: None,
+            cost,
         };
         let report = tune_trials(&mut runner, &data(), &options(), &|_| {}).expect("tuned");
         let run = &report.runs[0];
@@ -422,6 +424,53 @@ mod tests {
         }));
         assert!(run.speedup_vs_default > 1.0);
         assert_eq!(report.final_samples, spec.samples);
+        // The searches start from the noise probes' trials: where they
+        // visit a probe's configuration, no first trial is run for it.
+        let probes: Vec<Knobs> = run.noise_probes.iter().map(|p| p.config).collect();
+        let visits: Vec<usize> = run
+            .trace
+            .iter()
+            .filter(|t| t.strategy.starts_with("avl") && probes.contains(&t.config))
+            .map(|t| t.repeat)
+            .collect();
+        assert!(visits.iter().all(|&k| k > 3), "{visits:?}");
+    }
+
+    #[test]
+    fn the_searches_start_from_the_noise_probes_trials() {
+        // The optimum is the busiest probe (every worker, prefetch 2, not
+        // persistent): every search reaches it, and none runs its first
+        // trial again; the grid measures it itself.
+        fn at_busiest(k: &Knobs) -> f64 {
+            let w = 1.0 + 10.0 / (1.0 + k.num_workers as f64);
+            let p = 1.0 + ((k.prefetch_factor as f64).log2() - 1.0).abs() * 0.1;
+            w * p * if k.persistent_workers { 1.1 } else { 1.0 }
+        }
+        let mut runner = Known {
+            requests: Vec::new(),
+            stop_after: None,
+            cost: at_busiest,
+        };
+        let report = tune_trials(&mut runner, &data(), &options(), &|_| {}).expect("tuned");
+        let run = &report.runs[0];
+        let busiest = run.noise_probes[1].config;
+        assert_eq!(busiest.num_workers, 2 * report.machine.cores);
+        assert_eq!(run.optimal.as_ref().map(|o| o.config), Some(busiest));
+        assert_eq!(run.adapt.config, busiest);
+        let repeats = |strategy: &str| -> Vec<usize> {
+            run.trace
+                .iter()
+                .filter(|t| t.strategy == strategy && t.config == busiest)
+                .map(|t| t.repeat)
+                .collect()
+        };
+        assert!(
+            repeats("avl").iter().all(|&k| k > 3),
+            "{:?}",
+            repeats("avl")
+        );
+        assert!(repeats("avl-plain").iter().all(|&k| k > 3));
+        assert_eq!(repeats("grid"), [1]);
     }
 
     #[test]
@@ -429,6 +478,7 @@ mod tests {
         let mut runner = Known {
             requests: Vec::new(),
             stop_after: Some(12),
+            cost,
         };
         let e = tune_trials(&mut runner, &data(), &options(), &|_| {}).expect_err("stopped");
         assert!(
@@ -443,6 +493,7 @@ mod tests {
         let mut runner = Known {
             requests: Vec::new(),
             stop_after: None,
+            cost,
         };
         let empty = TrialData { len: 0, ..data() };
         assert!(tune_trials(&mut runner, &empty, &options(), &|_| {}).is_err());

@@ -340,17 +340,21 @@ pub(crate) fn tune_one<O: Objective>(
     let all = ctx.space.space().configurations();
     let infeasible = infeasible_count(objective, &all)?;
     let label = format!("batch {batch_size}");
-    let cheapest_known = noise_probes
+    // The probes ran the search's own trials: the search starts from them.
+    let before: Vec<adapt_search::Prior> = noise_probes
         .iter()
-        .map(|n| n.median)
-        .fold(f64::INFINITY, f64::min);
+        .map(|n| adapt_search::Prior {
+            config: ctx.space.config(&n.config),
+            costs: n.seconds.clone(),
+        })
+        .collect();
     let found = run_searches(
         &ctx.space,
         objective,
         ctx.options.strategy,
         &avl,
         saved,
-        cheapest_known,
+        &before,
         &label,
         ctx.progress,
     )?;

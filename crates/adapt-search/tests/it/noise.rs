@@ -160,3 +160,45 @@ fn the_lucky_first_measurement_does_not_vote_in_the_race() {
     );
     assert_eq!(r.best.unwrap().int(0), 6);
 }
+
+/// A field that a round leaves with one candidate is not raced further: it
+/// has no one left to lose to. Here 5 measures 1.02 first, then 1.5 and is
+/// dropped after the first round; 6 is measured once more, not three times.
+#[test]
+fn the_race_stops_when_one_candidate_is_left() {
+    let space = one_d(1, 15);
+    let mut fives = 0;
+    let f = |c: &Config| {
+        let x = c.int(0);
+        Ok(match x {
+            5 => {
+                fives += 1;
+                if fives == 1 { 1.02 } else { 1.5 }
+            }
+            6 => 1.00,
+            _ => 1.2 + 0.05 * (x - 5).abs() as f64,
+        })
+    };
+    let r = avl_search(
+        &space,
+        &mut Analytic::new(f),
+        &AvlOptions {
+            refine: false,
+            noise: NoisePolicy {
+                threshold: 0.1,
+                max_repeats: 4,
+                candidates: 2,
+            },
+            prune: false,
+        },
+    );
+    let race: Vec<(i64, usize)> = r
+        .trace
+        .iter()
+        .filter(|t| t.repeat > 1)
+        .map(|t| (t.config.int(0), t.repeat))
+        .collect();
+    assert_eq!(race.len(), 2, "{race:?}");
+    assert!(race.contains(&(5, 2)) && race.contains(&(6, 2)), "{race:?}");
+    assert_eq!(r.best.unwrap().int(0), 6);
+}

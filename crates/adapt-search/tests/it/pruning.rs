@@ -3,8 +3,8 @@
 //! change the outcome, the same pick for fewer trials.
 
 use adapt_search::{
-    AvlOptions, Config, Measured, NoisePolicy, Objective, Outcome, Param, Space, TrialError,
-    avl_search, avl_search_from,
+    AvlOptions, Config, Measured, NoisePolicy, Objective, Outcome, Param, Prior, Space, TrialError,
+    Value, avl_search, avl_search_from,
 };
 use proptest::prelude::*;
 
@@ -41,6 +41,15 @@ fn tuner(threshold: f64, prune: bool) -> AvlOptions {
         },
         prune,
     }
+}
+
+/// A configuration of `loader_like`'s space.
+fn loader_config(workers: i64, prefetch: i64, persistent: bool) -> Config {
+    Config(vec![
+        Value::Int(workers),
+        Value::Int(prefetch),
+        Value::Bool(persistent),
+    ])
 }
 
 /// Workers innermost, as the tuner orders them; prefetch and a boolean
@@ -122,10 +131,16 @@ fn a_value_that_keeps_losing_is_skipped_and_clear_losers_are_cut_short() {
 fn a_cost_known_before_the_search_cuts_from_the_first_trial() {
     let space = loader_like();
     // The root (2 workers, prefetch 8) is twice what the tuner's probes
-    // measured before the search: cut; without that knowledge, run whole.
+    // measured before the search (4 workers): cut; without that knowledge,
+    // run whole.
     let f = |c: &Config| if c.int(0) == 4 { 1.0 } else { 2.0 };
+    let probe = loader_config(4, 2, false);
+    let before = [Prior {
+        config: probe.clone(),
+        costs: vec![1.0; 5],
+    }];
     let mut obj = Censoring { f, runs: 0, cut: 0 };
-    let r = avl_search_from(&space, &mut obj, &tuner(0.05, true), 1.0);
+    let r = avl_search_from(&space, &mut obj, &tuner(0.05, true), &before);
     assert!(
         matches!(r.trace[0].outcome, Outcome::CutShort { bound, .. } if (bound - 1.1).abs() < 1e-9),
         "{:?}",
@@ -138,6 +153,57 @@ fn a_cost_known_before_the_search_cuts_from_the_first_trial() {
         &tuner(0.05, true),
     );
     assert!(matches!(r.trace[0].outcome, Outcome::Cost { .. }));
+}
+
+#[test]
+fn configurations_measured_before_the_search_are_not_run_again() {
+    let space = loader_like();
+    let f = |c: &Config| {
+        let w = [4.0, 3.0, 1.0, 1.1, 1.2][c.int(0) as usize];
+        let p = 1.0 + 0.02 * (c.int(1) as f64).log2().sub_abs(2.0);
+        let persistent = if c.bool(2) { 1.0 } else { 1.05 };
+        w * p * persistent
+    };
+    // Without a race or pruning the descent is deterministic: with the
+    // optimum known before, it makes the same moves, one trial fewer.
+    let plain = AvlOptions {
+        refine: true,
+        noise: NoisePolicy::OFF,
+        prune: false,
+    };
+    let optimum = loader_config(2, 4, true);
+    let alone = avl_search(&space, &mut Censoring { f, runs: 0, cut: 0 }, &plain);
+    assert_eq!(alone.best.as_ref(), Some(&optimum));
+    let before = [
+        Prior {
+            config: optimum.clone(),
+            costs: vec![f(&optimum); 3],
+        },
+        // Non-finite costs are left out; none left, none known.
+        Prior {
+            config: loader_config(3, 4, true),
+            costs: vec![f64::INFINITY],
+        },
+    ];
+    let mut obj = Censoring { f, runs: 0, cut: 0 };
+    let seeded = avl_search_from(&space, &mut obj, &plain, &before);
+    assert_eq!(seeded.best.as_ref(), Some(&optimum));
+    assert_eq!(seeded.path, alone.path);
+    assert_eq!(seeded.trials, alone.trials - 1);
+    assert!(seeded.trace.iter().all(|t| t.config != optimum));
+    assert!(seeded.trace.iter().any(|t| t.config.int(0) == 3));
+    // With the race, a known configuration is re-measured there as the
+    // next of its measurements, and only those vote.
+    let mut obj = Censoring { f, runs: 0, cut: 0 };
+    let raced = avl_search_from(&space, &mut obj, &tuner(0.05, true), &before);
+    assert_eq!(raced.best.as_ref(), Some(&optimum));
+    let repeats: Vec<usize> = raced
+        .trace
+        .iter()
+        .filter(|t| t.config == optimum)
+        .map(|t| t.repeat)
+        .collect();
+    assert!(repeats.iter().all(|&r| r > 3), "{repeats:?}");
 }
 
 trait SubAbs {

@@ -512,6 +512,20 @@ fn reports_say_what_ran_measure_the_noise_and_name_the_cheapest() {
         .fold(0.0, f64::max);
     assert_eq!(n.relative_spread, widest);
     assert_eq!(r.trace.iter().filter(|t| t.strategy == "noise").count(), 6);
+    // The searches start from the probes' trials: they never run a probe's
+    // configuration as a first measurement (only as the race's next one);
+    // the grid measures every configuration itself.
+    for p in &r.noise_probes {
+        let of = |s: &str| {
+            r.trace
+                .iter()
+                .filter(|t| t.strategy == s && t.config == p.config)
+                .map(|t| t.repeat)
+                .collect::<Vec<_>>()
+        };
+        assert!(of("avl").iter().all(|&k| k > 3), "{:?}", of("avl"));
+        assert_eq!(of("grid"), [1]);
+    }
     // The other descent ran beside the picking one and the grid, with the
     // same race, and the report names it.
     let other = if report.strategy.avl == "refined" {
