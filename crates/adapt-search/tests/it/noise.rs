@@ -2,7 +2,7 @@
 //! often than trusting single measurements. Fixed seeds: deterministic.
 
 use crate::{Analytic, one_d};
-use adapt_search::{AvlOptions, Config, NoisePolicy, avl_search};
+use adapt_search::{AvlOptions, Config, NoisePolicy, TrialError, avl_search};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -116,6 +116,23 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
     );
 }
 
+/// A 1-D cost where 6 measures 1.00 every time, 5 measures `first` once
+/// and `later` after, and the rest lie well behind.
+fn five_then(first: f64, later: f64) -> impl FnMut(&Config) -> Result<f64, TrialError> {
+    let mut fives = 0;
+    move |c: &Config| {
+        let x = c.int(0);
+        Ok(match x {
+            5 => {
+                fives += 1;
+                if fives == 1 { first } else { later }
+            }
+            6 => 1.00,
+            _ => 1.2 + 0.05 * (x - 5).abs() as f64,
+        })
+    }
+}
+
 /// Only the race's own measurements vote: the first ones selected the field
 /// and are biased low. Here 5 measures 0.90 once by luck, then 1.06; 6
 /// measures 1.00 every time. Counting the lucky measurement, 5 would win on
@@ -123,18 +140,7 @@ fn the_race_is_bounded_and_only_re_measures_near_ties() {
 #[test]
 fn the_lucky_first_measurement_does_not_vote_in_the_race() {
     let space = one_d(1, 15);
-    let mut fives = 0;
-    let f = |c: &Config| {
-        let x = c.int(0);
-        Ok(match x {
-            5 => {
-                fives += 1;
-                if fives == 1 { 0.90 } else { 1.06 }
-            }
-            6 => 1.00,
-            _ => 1.2 + 0.05 * (x - 5).abs() as f64,
-        })
-    };
+    let f = five_then(0.90, 1.06);
     let r = avl_search(
         &space,
         &mut Analytic::new(f),
@@ -167,18 +173,7 @@ fn the_lucky_first_measurement_does_not_vote_in_the_race() {
 #[test]
 fn the_race_stops_when_one_candidate_is_left() {
     let space = one_d(1, 15);
-    let mut fives = 0;
-    let f = |c: &Config| {
-        let x = c.int(0);
-        Ok(match x {
-            5 => {
-                fives += 1;
-                if fives == 1 { 1.02 } else { 1.5 }
-            }
-            6 => 1.00,
-            _ => 1.2 + 0.05 * (x - 5).abs() as f64,
-        })
-    };
+    let f = five_then(1.02, 1.5);
     let r = avl_search(
         &space,
         &mut Analytic::new(f),

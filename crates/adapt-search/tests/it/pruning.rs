@@ -65,17 +65,19 @@ fn loader_like() -> Space {
     .unwrap()
 }
 
+/// One worker is three times slower than two whatever else is set; the
+/// optimum is 2 workers, prefetch 4, persistent.
+fn one_worker_slow(c: &Config) -> f64 {
+    let w = [4.0, 3.0, 1.0, 1.1, 1.2][c.int(0) as usize];
+    let p = 1.0 + 0.02 * (c.int(1) as f64).log2().sub_abs(2.0);
+    let persistent = if c.bool(2) { 1.0 } else { 1.05 };
+    w * p * persistent
+}
+
 #[test]
 fn a_value_that_keeps_losing_is_skipped_and_clear_losers_are_cut_short() {
     let space = loader_like();
-    // One worker is three times slower than two whatever else is set; the
-    // optimum is 2 workers, prefetch 4, persistent.
-    let f = |c: &Config| {
-        let w = [4.0, 3.0, 1.0, 1.1, 1.2][c.int(0) as usize];
-        let p = 1.0 + 0.02 * (c.int(1) as f64).log2().sub_abs(2.0);
-        let persistent = if c.bool(2) { 1.0 } else { 1.05 };
-        w * p * persistent
-    };
+    let f = one_worker_slow;
     let mut full = Censoring { f, runs: 0, cut: 0 };
     let unpruned = avl_search(&space, &mut full, &tuner(0.05, false));
     let mut obj = Censoring { f, runs: 0, cut: 0 };
@@ -158,12 +160,7 @@ fn a_cost_known_before_the_search_cuts_from_the_first_trial() {
 #[test]
 fn configurations_measured_before_the_search_are_not_run_again() {
     let space = loader_like();
-    let f = |c: &Config| {
-        let w = [4.0, 3.0, 1.0, 1.1, 1.2][c.int(0) as usize];
-        let p = 1.0 + 0.02 * (c.int(1) as f64).log2().sub_abs(2.0);
-        let persistent = if c.bool(2) { 1.0 } else { 1.05 };
-        w * p * persistent
-    };
+    let f = one_worker_slow;
     // Without a race or pruning the descent is deterministic: with the
     // optimum known before, it makes the same moves, one trial fewer.
     let plain = AvlOptions {
