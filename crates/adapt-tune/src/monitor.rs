@@ -63,6 +63,54 @@ pub fn time_loader(
     Ok(trial.run(None)?.value())
 }
 
+/// When a trial bounded by pruning stops, and what it is then estimated
+/// to cost whole.
+///
+/// Past the bound it stops after the batch that ends there, estimated as
+/// the time so far scaled by the batches left. A trial whose batches come
+/// from one producer (no workers, or one) arrives at a steady pace, so
+/// once a quarter of its batches are read it also stops when its pace
+/// since the first batch (start-up left out, which only lowers the
+/// projection) projects the whole trial past the bound by more than
+/// [`Pace::PROJECTION_MARGIN`]. With more workers batches arrive in groups
+/// and a projection just after a group over-estimates: they run to the
+/// bound.
+struct Pace {
+    total: u64,
+    steady: bool,
+    first: Option<f64>,
+}
+
+impl Pace {
+    /// How far past the bound a projection must land to stop early.
+    const PROJECTION_MARGIN: f64 = 1.1;
+
+    fn new(total: u64, steady: bool) -> Self {
+        Self {
+            total,
+            steady,
+            first: None,
+        }
+    }
+
+    /// The whole trial's estimated cost when it should stop after `done`
+    /// batches read by `t` seconds under `bound`; `None` to go on.
+    fn cut(&mut self, done: u64, t: f64, bound: f64) -> Option<f64> {
+        let first = *self.first.get_or_insert(t);
+        if done >= self.total || done == 0 {
+            return None;
+        }
+        if t > bound {
+            return Some(t * self.total as f64 / done as f64);
+        }
+        if !self.steady || done < 2 || done * 4 < self.total {
+            return None;
+        }
+        let projected = first + (t - first) / (done - 1) as f64 * (self.total - 1) as f64;
+        (projected > bound * Self::PROJECTION_MARGIN).then_some(projected)
+    }
+}
+
 /// One timed run of the loader (see [`time_loader`]).
 struct Trial<'a> {
     dataset: &'a Arc<dyn Dataset>,
@@ -91,11 +139,10 @@ impl Trial<'_> {
         let mut loader = Loader::with_buffers(Arc::clone(self.dataset), config, pinned)?;
         let total = (loader.batches_per_epoch() as u64 * self.epochs).max(1);
         let (mut done, mut checksum) = (0u64, 0u8);
-        let past = |done: u64| {
+        let mut pace = Pace::new(total, self.knobs.num_workers <= 1);
+        let mut past = |done: u64| {
             let t = start.elapsed().as_secs_f64();
-            bound
-                .filter(|b| t > *b && done < total)
-                .map(|_| t * total as f64 / done as f64)
+            bound.and_then(|b| pace.cut(done, t, b))
         };
         for e in 0..self.epochs {
             let epoch = loader.epoch(e)?;
@@ -327,5 +374,51 @@ impl Objective for LoaderObjective {
     }
     fn measure_until(&mut self, config: &Config, bound: f64) -> Result<Measured, TrialError> {
         Ok(self.time_until(&KnobSpace::knobs(config), Some(bound))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pace;
+
+    /// The first cut `pace` makes over batches arriving at `times`.
+    fn first_cut(mut pace: Pace, times: &[f64], bound: f64) -> Option<(u64, f64)> {
+        times
+            .iter()
+            .zip(1u64..)
+            .find_map(|(&t, done)| pace.cut(done, t, bound).map(|e| (done, e)))
+    }
+
+    #[test]
+    fn a_steady_trial_projected_past_its_bound_stops_after_a_quarter() {
+        // One worker: 0.3 s of start-up, then a batch every 0.65 s; 16
+        // batches, 10.7 s whole, against a bound of 6.4 s.
+        let times: Vec<f64> = (1..=16).map(|k| 0.3 + 0.65 * k as f64).collect();
+        let (done, estimate) = first_cut(Pace::new(16, true), &times, 6.4).unwrap();
+        assert_eq!(done, 4, "a quarter of 16 batches");
+        assert!((estimate - times[15]).abs() < 1e-9, "{estimate}");
+        // Projected under the margin: it runs on to the bound.
+        // Projected under the margin (10.7 < 9.9 × 1.1): it runs on to the
+        // bound.
+        let (done, _) = first_cut(Pace::new(16, true), &times, 9.9).unwrap();
+        assert_eq!(done, 15);
+        // Under its bound: never cut.
+        assert_eq!(first_cut(Pace::new(16, true), &times, 10.8), None);
+    }
+
+    #[test]
+    fn batches_in_groups_run_to_the_bound() {
+        // Four workers: batches arrive four at a time, the whole trial 8 s.
+        let times: Vec<f64> = (0..16).map(|k| 2.0 * (k / 4 + 1) as f64).collect();
+        assert_eq!(
+            first_cut(Pace::new(16, false), &times, 7.9),
+            Some((13, 8.0 * 16.0 / 13.0))
+        );
+        // The same times read as one producer's would be cut after the
+        // fifth batch (projected 2 + 4 × 15 = 62 s): why groups are not.
+        assert_eq!(
+            first_cut(Pace::new(16, true), &times, 7.9).map(|c| c.0),
+            Some(5)
+        );
     }
 }

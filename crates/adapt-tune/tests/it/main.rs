@@ -712,4 +712,14 @@ fn a_search_trial_past_its_bound_is_cut_short_with_its_whole_time_estimated() {
         estimate > 0.05 && estimate > whole / 3.0 && estimate < whole * 3.0,
         "the whole trial ({whole} s) estimated at {estimate} s"
     );
+    // Without workers batches come at a steady pace: a trial whose pace
+    // projects it well past the bound stops before reaching it.
+    let bound = whole * 0.6;
+    let started = std::time::Instant::now();
+    let Measured::CutShort(projected) = o.measure_until(&c, bound).unwrap() else {
+        panic!("a {whole}-s trial was not cut at {bound} s");
+    };
+    let spent = started.elapsed().as_secs_f64();
+    assert!(spent < bound, "stopped after {spent} s, bound {bound} s");
+    assert!(projected > bound * 1.1, "{projected}");
 }
