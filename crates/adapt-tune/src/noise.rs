@@ -93,6 +93,18 @@ fn spread_of(config: Knobs, seconds: Vec<f64>) -> Noise {
     }
 }
 
+/// The probes' trials as measurements a search starts from: they ran the
+/// search's own trial on the same objective.
+pub(crate) fn priors(space: &KnobSpace, probes: &[Noise]) -> Vec<adapt_search::Prior> {
+    probes
+        .iter()
+        .map(|n| adapt_search::Prior {
+            config: space.config(&n.config),
+            costs: n.seconds.clone(),
+        })
+        .collect()
+}
+
 /// The noisiest probe's measurement: the one that sets the threshold.
 pub(crate) fn noisiest(probes: &[Noise]) -> Option<Noise> {
     probes

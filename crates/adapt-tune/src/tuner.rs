@@ -340,14 +340,7 @@ pub(crate) fn tune_one<O: Objective>(
     let all = ctx.space.space().configurations();
     let infeasible = infeasible_count(objective, &all)?;
     let label = format!("batch {batch_size}");
-    // The probes ran the search's own trials: the search starts from them.
-    let before: Vec<adapt_search::Prior> = noise_probes
-        .iter()
-        .map(|n| adapt_search::Prior {
-            config: ctx.space.config(&n.config),
-            costs: n.seconds.clone(),
-        })
-        .collect();
+    let before = crate::noise::priors(&ctx.space, &noise_probes);
     let found = run_searches(
         &ctx.space,
         objective,

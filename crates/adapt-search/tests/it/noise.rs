@@ -133,6 +133,20 @@ fn five_then(first: f64, later: f64) -> impl FnMut(&Config) -> Result<f64, Trial
     }
 }
 
+/// The plain descent with a race of 2 candidates, 10% apart, measured
+/// `max_repeats` times.
+fn plain_raced(max_repeats: usize) -> AvlOptions {
+    AvlOptions {
+        refine: false,
+        noise: NoisePolicy {
+            threshold: 0.1,
+            max_repeats,
+            candidates: 2,
+        },
+        prune: false,
+    }
+}
+
 /// Only the race's own measurements vote: the first ones selected the field
 /// and are biased low. Here 5 measures 0.90 once by luck, then 1.06; 6
 /// measures 1.00 every time. Counting the lucky measurement, 5 would win on
@@ -141,19 +155,7 @@ fn five_then(first: f64, later: f64) -> impl FnMut(&Config) -> Result<f64, Trial
 fn the_lucky_first_measurement_does_not_vote_in_the_race() {
     let space = one_d(1, 15);
     let f = five_then(0.90, 1.06);
-    let r = avl_search(
-        &space,
-        &mut Analytic::new(f),
-        &AvlOptions {
-            refine: false,
-            noise: NoisePolicy {
-                threshold: 0.1,
-                max_repeats: 2,
-                candidates: 2,
-            },
-            prune: false,
-        },
-    );
+    let r = avl_search(&space, &mut Analytic::new(f), &plain_raced(2));
     assert!(
         r.trace
             .iter()
@@ -174,19 +176,7 @@ fn the_lucky_first_measurement_does_not_vote_in_the_race() {
 fn the_race_stops_when_one_candidate_is_left() {
     let space = one_d(1, 15);
     let f = five_then(1.02, 1.5);
-    let r = avl_search(
-        &space,
-        &mut Analytic::new(f),
-        &AvlOptions {
-            refine: false,
-            noise: NoisePolicy {
-                threshold: 0.1,
-                max_repeats: 4,
-                candidates: 2,
-            },
-            prune: false,
-        },
-    );
+    let r = avl_search(&space, &mut Analytic::new(f), &plain_raced(4));
     let race: Vec<(i64, usize)> = r
         .trace
         .iter()
