@@ -8,11 +8,13 @@ configuration and a final line with the best one, in the same shape as
     python benches/torch/recipes.py cifar-train --path datasets/cifar10
     python benches/torch/recipes.py imagenet-train --path datasets/imagenet
     python benches/torch/recipes.py eval --path datasets/camera
+    python benches/torch/recipes.py digiface --path datasets/digiface
 
 Recipes (the same steps as adapt's text form):
     cifar-train:    random_crop(32,padding=4),hflip,normalize(cifar10)   batch 128
     imagenet-train: random_resized_crop(224),hflip,normalize(imagenet)   batch 128
     eval:           resize(256),center_crop(224),normalize(imagenet)     batch 64
+    digiface:       the dataset's default (RGBA PNG -> RGB, normalize 0.5)  batch 128
 """
 
 import argparse
@@ -76,6 +78,11 @@ def recipe(name, path):
             transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
         ])
         return datasets.ImageFolder(path, t), 64
+    if name == "digiface":
+        # DigiFace1M's class folders of RGBA PNGs, read as RGB (adapt's
+        # reader drops alpha), normalised as adapt's default for the layout.
+        t = transforms.Compose([transforms.ToTensor(), transforms.Normalize((0.5,) * 3, (0.5,) * 3)])
+        return datasets.ImageFolder(path, t, loader=lambda f: Image.open(f).convert("RGB")), 128
     raise SystemExit(f"unknown recipe {name}")
 
 
@@ -84,15 +91,17 @@ def run(ds, batch, workers, prefetch, epochs, limit):
     if workers > 0:
         kw.update(prefetch_factor=prefetch, persistent_workers=True)
     loader = DataLoader(ds, **kw)
-    rate = 0.0
+    rates = []
     for _ in range(epochs):
         start, n = time.perf_counter(), 0
         for x, y in loader:
             n += x.shape[0]
             if limit and n >= limit:
                 break
-        rate = n / (time.perf_counter() - start)
-    return rate
+        rates.append(n / (time.perf_counter() - start))
+    # The best epoch after the first (start-up and first reads left out),
+    # the first when there is only one.
+    return max(rates[1:] or rates)
 
 
 def main():

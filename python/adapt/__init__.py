@@ -37,6 +37,7 @@ from ._adapt import (
     launch_from_env as _launch_from_env,
     parse_transform as _parse_transform,
     plot as _plot,
+    report_page as _report_page,
     profile_knobs as _profile_knobs,
     tune as _tune,
 )
@@ -208,7 +209,11 @@ class DataLoader:
     descent moves them between batches by how long the training loop waits
     for each batch (the data and its order do not change), starting from
     `autotune_profile`'s entry when it has one and saving what it settled
-    on there. `autotune_status()` says where it is."""
+    on there. `autotune_status()` says where it is.
+
+    `stats()` says where the epoch's time went: seconds per stage, the
+    workers' busy share, the training loop's wait and a one-line verdict
+    naming the bottleneck (`stage_timing=False` records nothing)."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -216,7 +221,7 @@ class DataLoader:
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=0, transform=None, output="f32", distributed=None, exact_decode=False,
                  stream=None, autotune=False, autotune_profile=None, worker_method=None,
-                 reseed_globals="batch", interleave=None):
+                 reseed_globals="batch", interleave=None, stage_timing=True):
         _check_int("batch_size", batch_size, 1, allow_none=True)
         _check_int("num_workers", num_workers, 0)
         _check_int("prefetch_factor", prefetch_factor, 1, allow_none=True)
@@ -256,6 +261,7 @@ class DataLoader:
         self.rank, self.world_size = rank, world
         self.collate_fn, self.sampler, self.batch_sampler = collate_fn, sampler, batch_sampler
         self.timeout = timeout
+        self.stage_timing = bool(stage_timing)
         self._py = None
         if not _is_adapt_dataset(dataset):
             if interleave is not None:
@@ -279,7 +285,7 @@ class DataLoader:
                                pin_memory, persistent_workers, drop_last, seed, rank, world,
                                float(timeout) if timeout else None, stream, bool(autotune),
                                os.fspath(autotune_profile) if autotune_profile else None,
-                               interleave=interleave)
+                               interleave=interleave, stage_timing=self.stage_timing)
         info = self._raw.info()
         self.output = info["output"]
         self.sample_shape = tuple(info["sample_shape"])
@@ -359,7 +365,8 @@ class DataLoader:
             worker_init_fn=worker_init_fn, multiprocessing_context=multiprocessing_context,
             prefetch_factor=self.prefetch_factor, persistent_workers=self.persistent_workers,
             in_order=in_order, seed=self.seed, rank=self.rank, world_size=self.world_size,
-            worker_method=method, steps=transform, output=output, reseed_globals=reseed_globals)
+            worker_method=method, steps=transform, output=output, reseed_globals=reseed_globals,
+            stage_timing=self.stage_timing)
         self.transforms = transform
         self.output = output if transform is not None else None
 
@@ -413,6 +420,22 @@ class DataLoader:
             return None
         settled, tried, current = s
         return {"settled": settled, "current": current, "tried": tried}
+
+    def stats(self):
+        """Where the current (or last) epoch's time went, as `load --stages`
+        prints it: {"seconds": {stage: seconds summed over the workers},
+        "busy_seconds", "busy_share", "wait_seconds", "wait_share",
+        "epoch_seconds", "num_workers", "workers": [{"busy_seconds",
+        "samples"}], "verdict": one line naming the bottleneck}. The stages
+        of adapt's datasets are read, decode, each step and collate; of
+        your own dataset, your `__getitem__` (or `next()`), adapt's steps
+        (with `transform=`) and `collate_fn` (or adapt's collation into the
+        batch). None before the first epoch, or with `stage_timing=False`
+        (or `ADAPT_STAGE_TIMING=0` for adapt's datasets)."""
+        if self._py is not None:
+            return self._py.stats()
+        text = self._raw.stats()
+        return None if text is None else json.loads(text)
 
     def set_epoch(self, epoch):
         """As DistributedSampler.set_epoch: the next iteration is this epoch
@@ -523,7 +546,7 @@ def _warn_like_pytorch(num_workers, pin_memory):
 def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl", profile=None,
          retune=False, budget_bytes=None, trial_samples=16384, final_repeats=5, avl=None, race=True,
          plain=False, seed=0, exact_decode=False, trial_seconds=1.0, noise_repeats=5, step_ms=None,
-         space="machine", progress=True, prune=True):
+         space="machine", progress=True, prune=True, report=None):
     """Runs the tuner (as `cargo xtask tune`) on this pipeline and returns
     {batch_size: knobs} for ADaPT's picks; with `profile`, saves them there
     for DataLoader.from_profile. Trials are sized to about `trial_seconds`
@@ -538,7 +561,10 @@ def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl
     `plain=True` is the paper's algorithm as published.
     `progress`: True prints a line per trial to stderr (configuration,
     seconds, best so far, time left where known), False is silent, a
-    callable gets each line. The whole report is in `tune.last_report`."""
+    callable gets each line. The whole report is in `tune.last_report`;
+    `report` (a path) also writes it as one self-contained HTML page, with
+    where an epoch's time goes under the pick against the default
+    (measured after the tuning, one epoch each), as `tune --report`."""
     if isinstance(batch_size, int):
         batch_size = (batch_size,)
     pipeline = _pipeline(dataset, transform, output, exact_decode)
@@ -550,6 +576,8 @@ def tune(dataset, transform=None, output="f32", batch_size=(128,), strategy="avl
                    noise_repeats=noise_repeats, step_ms=step_ms)
     with _progress_printer(progress) as show:
         text = _tune(pipeline, options, show)
+    if report is not None:
+        _report_page(text, os.fspath(report), pipeline)
     report = json.loads(text)
     tune.last_report = report
     return _picks(report)

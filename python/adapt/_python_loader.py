@@ -12,6 +12,7 @@ released: one copy per byte and nothing pickled. Anything else goes through
 """
 
 import itertools
+import json
 import mmap
 import queue
 import signal
@@ -174,7 +175,7 @@ class PythonLoader:
     def __init__(self, dataset, *, batch_size, shuffle, sampler, batch_sampler, num_workers,
                  collate_fn, pin_memory, drop_last, timeout, worker_init_fn, multiprocessing_context,
                  prefetch_factor, persistent_workers, in_order, seed, rank, world_size, worker_method,
-                 steps=None, output="f32", reseed_globals="batch"):
+                 steps=None, output="f32", reseed_globals="batch", stage_timing=True):
         self.dataset = dataset
         self.iterable = is_iterable_dataset(dataset)
         self.batch_size, self.drop_last, self.shuffle = batch_size, drop_last, bool(shuffle)
@@ -200,6 +201,7 @@ class PythonLoader:
         self._resume = None
         self._current = None  # [epoch plan or None, batches delivered]
         self._running = []
+        self.stage_timing, self._stats = stage_timing, None
         self._iteration = OneAtATime()
         self._finalizer = weakref.finalize(self, PythonLoader._cleanup, self._iteration, [None], [None])
 
@@ -345,6 +347,7 @@ class PythonLoader:
             raise RuntimeError("this adapt.DataLoader was closed")
         with self._iteration.begin() as mine:
             epoch = self._epoch
+            self._stats = _EpochStats(self) if self.stage_timing else None
             if self.iterable:
                 gen = self._iterate_iterable(epoch)
             else:
@@ -365,16 +368,20 @@ class PythonLoader:
             # steps built once), global generators put back after each batch.
             worker = _workers.Worker(0, self._job(), None, None, process=False, reseed=True)
             for k, indices in enumerate(batches):
+                asked = time.perf_counter()
                 with _workers.GlobalRngs(worker.reseed):
                     item = self._inline_batch(worker, epoch, indices, skip + k)
                 self._current[1] = skip + k + 1
+                self._waited(asked, k + 1 == len(batches))
                 yield self._finish(item)
             return
         yield from self._run_pool(epoch, batches, skip)
 
     def _inline_batch(self, worker, epoch, indices, number):
         slot = self._slots.describe(self._slots.take()) if self._layout is not None else None
-        _, _, status, payload = worker.batch(0, epoch, 0, indices, slot, number)
+        _, _, status, payload, times = worker.batch(0, epoch, 0, indices, slot, number)
+        if self._stats is not None:
+            self._stats.add(0, times)
         if status == "err" and slot is not None:
             self._slots.release(slot[0])
         return (status, payload)
@@ -408,10 +415,14 @@ class PythonLoader:
             while state["out"] < n:
                 key = state["out"] if self.in_order else next(iter(ready), None)
                 if key not in ready:
+                    asked = time.perf_counter()
                     self._receive(pool, gen, outstanding, ready)
+                    self._waited(asked, False)
                     continue
                 item = ready.pop(key)
                 state["out"] += 1
+                if state["out"] == n and self._stats is not None:
+                    self._stats.end()
                 self._current[1] = skip + state["out"]
                 dispatch()
                 yield self._finish(item)
@@ -464,17 +475,20 @@ class PythonLoader:
                                    f"{_signal_name(code)}{where}")
 
     def _accept(self, msg, gen, outstanding, ready):
-        mgen, key, status, payload = msg
+        mgen, key, status, payload = msg[:4]
         if status == "init":
             raise payload.exception(WorkerError)
         if mgen != gen:
             if status == "slot":
                 self._slots.release(payload[0])
             return
-        sid = None
+        sid, wid = None, key[0] if isinstance(key, tuple) else None
         if isinstance(key, int):
-            for o in outstanding:
-                sid = o.pop(key, sid)
+            for w, o in enumerate(outstanding):
+                if key in o:
+                    sid, wid = o.pop(key), w
+        if len(msg) > 4 and self._stats is not None and wid is not None:
+            self._stats.add(wid, msg[4])
         if status == "err" and sid is not None:
             self._slots.release(sid)
         # An error is raised in its batch's turn, as PyTorch raises it.
@@ -484,10 +498,16 @@ class PythonLoader:
         if self.num_workers == 0:
             job = self._job()
             it = iter(self.dataset)
-            batches = _workers._batched(it, job, epoch, 0, self.reseed_globals)
+            clock = [0.0, 0.0, 0.0, 0]
+            batches = _workers._batched(it, job, epoch, 0, self.reseed_globals, clock)
             while True:
+                asked = time.perf_counter()
                 with _workers.GlobalRngs(self.reseed_globals):
                     batch = next(batches, None)
+                if self._stats is not None:
+                    self._stats.add(0, (time.perf_counter() - asked, clock[3], *clock[:3]))
+                clock[:] = [0.0, 0.0, 0.0, 0]
+                self._waited(asked, batch is None)
                 if batch is None:
                     return
                 yield self._finish(("obj", batch))
@@ -508,12 +528,16 @@ class PythonLoader:
                 else:
                     key = next(iter(ready), None)
                 if key not in ready:
+                    asked = time.perf_counter()
                     self._receive(pool, gen, [dict() for _ in range(nw)], ready)
+                    self._waited(asked, False)
                     continue
                 status, payload = ready.pop(key)
                 w = key[0]
                 if status == "end":
                     active.remove(w)
+                    if not active and self._stats is not None:
+                        self._stats.end()
                     continue
                 nextk[w] += 1
                 pos += 1
@@ -527,6 +551,18 @@ class PythonLoader:
                 for w in range(nw):
                     pool.tasks[w].put(("stop",))
             self._end_epoch(pool, gen, grace)
+
+    def _waited(self, asked, last):
+        """The consumer waited since `asked` (for its last batch when `last`)."""
+        if self._stats is not None:
+            self._stats.wait += time.perf_counter() - asked
+            if last:
+                self._stats.end()
+
+    def stats(self):
+        """Where the current (or last) epoch's time went (see
+        `adapt.DataLoader.stats`); None before the first or without stage timing."""
+        return None if self._stats is None else self._stats.report()
 
     def _end_epoch(self, pool, gen, grace):
         """Without persistent workers, closes the pool of epoch `gen` when
@@ -571,6 +607,41 @@ class PythonLoader:
     def _buffer_addresses(self):
         """Base addresses of the pooled batch buffers (for tests)."""
         return [] if self._slots is None else self._slots.addresses()
+
+
+class _EpochStats:
+    """One epoch of a Python dataset: each worker's busy seconds and
+    samples, the seconds of `__getitem__`, adapt's steps and collation
+    summed over the workers, and the consumer's waits."""
+
+    def __init__(self, loader):
+        self.started, self.ended, self.wait = time.perf_counter(), None, 0.0
+        self.num_workers = loader.num_workers
+        self.workers = [[0.0, 0] for _ in range(max(loader.num_workers, 1))]
+        self.stages = [0.0, 0.0, 0.0]
+        read = "next()" if loader.iterable else "__getitem__"
+        collate = "collate_fn" if loader.collate_fn is not None else "collate"
+        steps = f"steps {loader.steps_text} and collation" if loader.steps_text else None
+        self.names = [read, steps, collate]
+
+    def add(self, wid, times):
+        busy, samples = times[0], times[1]
+        if wid < len(self.workers):
+            self.workers[wid][0] += busy
+            self.workers[wid][1] += samples
+        for k in range(3):
+            self.stages[k] += times[2 + k]
+
+    def end(self):
+        self.ended = time.perf_counter()
+
+    def report(self):
+        from ._adapt import stage_report
+
+        seconds = (self.ended or time.perf_counter()) - self.started
+        stages = [(n, s) for n, s in zip(self.names, self.stages) if n is not None]
+        return json.loads(stage_report(stages, seconds, self.num_workers,
+                                       [tuple(w) for w in self.workers], self.wait))
 
 
 class _SlotOwner:

@@ -16,6 +16,7 @@ import random
 import signal
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -483,6 +484,7 @@ class Worker:
         self.reseed = mode if (process if reseed is None else reseed) else None
         self.where = f"worker {wid}" if tasks is not None else "main process"
         self.buffers = {}
+        self.clock = [0.0, 0.0, 0.0]
 
     def start(self):
         job = self.job
@@ -532,16 +534,28 @@ class Worker:
             steps = self.steps = Steps(*job["steps"])
         flat = buf if isinstance(buf, np.ndarray) else np.frombuffer(buf, dtype=np.uint8)
         base, size = job["layout"].offsets[0], steps.sample_bytes
+        clock = self.clock
         for j, index in enumerate(indices):
             self.current = index
+            t0 = time.perf_counter()
             image, label = split_sample(fetch(job["dataset"], job["seed"], epoch, index, per_sample), index)
+            t1 = time.perf_counter()
             pixels, planar = image_of(image, index)
             steps.write(pixels, planar, job["seed"], epoch, index, flat, base + j * size)
             views[1][j] = label
+            clock[0] += t1 - t0
+            clock[1] += time.perf_counter() - t1
 
     def batch(self, gen, epoch, bno, indices, slot, number):
         """Loads batch `number` of the epoch (`bno`, its place in the
         generation `gen`, keys the result)."""
+        started = time.perf_counter()
+        self.clock = [0.0, 0.0, 0.0]  # __getitem__, adapt's steps, collation
+        status, payload = self._batch(epoch, indices, slot, number)
+        times = (time.perf_counter() - started, len(indices), *self.clock)
+        return (gen, bno, status, payload, times)
+
+    def _batch(self, epoch, indices, slot, number):
         job, index = self.job, None
         self.current = None
         try:
@@ -552,19 +566,25 @@ class Worker:
                 layout = job["layout"]
                 buf = self._buffer(slot)
                 self._stepped(layout.views(buf), buf, epoch, indices, per_sample)
-                return (gen, bno, "slot", (slot[0], len(indices)))
+                return ("slot", (slot[0], len(indices)))
             samples = []
+            t0 = time.perf_counter()
             for index in indices:
                 samples.append(fetch(job["dataset"], job["seed"], epoch, index, per_sample))
             index = None
-            if slot is not None:
-                layout = job["layout"]
-                layout.write_batch(layout.views(self._buffer(slot)), samples, indices)
-                return (gen, bno, "slot", (slot[0], len(indices)))
-            return (gen, bno, "obj", collate(job, samples))
+            t1 = time.perf_counter()
+            self.clock[0] += t1 - t0
+            try:
+                if slot is not None:
+                    layout = job["layout"]
+                    layout.write_batch(layout.views(self._buffer(slot)), samples, indices)
+                    return ("slot", (slot[0], len(indices)))
+                return ("obj", collate(job, samples))
+            finally:
+                self.clock[2] += time.perf_counter() - t1
         except Exception as e:
             index = getattr(e, "adapt_index", index if index is not None else self.current)
-            return (gen, bno, "err", Failure(e, self.where, index))
+            return ("err", Failure(e, self.where, index))
 
     def iterate(self, gen, epoch):
         """An iterable dataset's share of the epoch: this worker's copy of
@@ -572,25 +592,32 @@ class Worker:
         batched here; one batch per credit the loader sends."""
         job, k, position = self.job, 0, 0
         it = None
+        clock = [0.0, 0.0, 0.0, 0]  # __getitem__ (next()), -, collation, samples
         try:
             it = iter(job["dataset"])
-            for batch in _batched(it, job, epoch, self.wid, self.reseed):
+            started = time.perf_counter()
+            for batch in _batched(it, job, epoch, self.wid, self.reseed, clock):
+                times = (time.perf_counter() - started, clock[3], *clock[:3])
+                clock[:] = [0.0, 0.0, 0.0, 0]
                 task = self.tasks.get()
                 if task is None:
                     return "exit"
                 if task[0] != "more":
                     return None
-                self.results.put((gen, (self.wid, k), "obj", batch))
+                self.results.put((gen, (self.wid, k), "obj", batch, times))
+                started = time.perf_counter()
                 k += 1
             self.results.put((gen, (self.wid, k), "end", None))
         except Exception as e:
             self.results.put((gen, (self.wid, k), "err", Failure(e, f"worker {self.wid}", position)))
 
 
-def _batched(it, job, epoch, wid, reseed):
+def _batched(it, job, epoch, wid, reseed, clock):
     """Batches of an iterable dataset's samples, each drawn with its RNGs
     seeded from (seed, epoch, rank and worker, position); the global
-    generators reseeded per batch or per sample as `reseed` says."""
+    generators reseeded per batch or per sample as `reseed` says. The
+    seconds of `next()` and of collation go to `clock[0]` and `clock[2]`,
+    the samples to `clock[3]`."""
     size, drop_last, position = job["batch_size"], job["drop_last"], 0
     stream, number = stream_of(job["rank"], wid), 0
     sentinel = object()
@@ -598,6 +625,7 @@ def _batched(it, job, epoch, wid, reseed):
         if reseed == "batch":
             _reseed_globals(batch_seed(job["seed"], epoch, stream, number))
         samples = []
+        t0 = time.perf_counter()
         while len(samples) < (size or 1):
             key = (stream << 40) | position
             s = fetch(None, job["seed"], epoch, key, reseed == "sample", get=lambda: next(it, sentinel))
@@ -605,9 +633,14 @@ def _batched(it, job, epoch, wid, reseed):
                 break
             samples.append(s)
             position += 1
+        t1 = time.perf_counter()
+        clock[0] += t1 - t0
         if not samples or (size and drop_last and len(samples) < size):
             return
-        yield collate(job, samples)
+        batch = collate(job, samples)
+        clock[2] += time.perf_counter() - t1
+        clock[3] += len(samples)
+        yield batch
         number += 1
         if len(samples) < (size or 1):
             return

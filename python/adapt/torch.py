@@ -208,7 +208,8 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
          step_ms=None, strategy="avl", trial_seconds=1.0, trial_samples=4096, space="machine",
          profile=None, key=None, retune=False, final_repeats=5, noise_repeats=5, avl=None,
          race=True, prune=True, plain=False,
-         seed=0, budget_bytes=None, progress=True, dataloader=None, **dataloader_kwargs):
+         seed=0, budget_bytes=None, progress=True, dataloader=None, report=None,
+         **dataloader_kwargs):
     """Tunes `torch.utils.data.DataLoader`'s `num_workers`, `prefetch_factor`,
     `pin_memory` (only where CUDA is available) and `persistent_workers`
     over `dataset` with ADaPT's search and returns `{batch_size: kwargs}`
@@ -234,7 +235,10 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
     `adapt.torch.DataLoader(..., profile=)`. `dataloader` replaces
     torch's DataLoader class (a callable taking the same arguments).
     A trial that raises is a failed trial in the report; Ctrl-C ends the
-    run. The whole report is in `tune.last_report`."""
+    run. The whole report is in `tune.last_report`; `report` (a path) also
+    writes it as one self-contained HTML page (the comparison, the trace,
+    the noise; PyTorch's DataLoader records no stages, so the page has
+    none: `adapt.DataLoader(dataset, **pick).stats()` gives them)."""
     given = [k for k in _KNOBS if k in dataloader_kwargs]
     if given:
         raise ConfigValueError(f"{given[0]} is what adapt.torch.tune tunes: leave it out (pass "
@@ -272,10 +276,17 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
         text = _tune_trials(trials, _length(dataset), _identity(dataset, key),
                             json.dumps(description), options, gpu,
                             _batch_bytes(dataset, max(sizes)), show)
+    if report is not None:
+        from ._adapt import report_page
+
+        report_page(text, os.fspath(report), None, _NO_STAGES)
     report = json.loads(text)
     tune.last_report = report
     return _picks(report)
 
+
+_NO_STAGES = ("PyTorch's DataLoader records no stages: adapt.DataLoader(dataset, **pick).stats() "
+              "says where the time of your own __getitem__ and collate_fn goes.")
 
 tune.last_report = None
 

@@ -261,7 +261,7 @@ impl RawLoader {
     /// JSON) with PyTorch's knobs. Every impossible value is refused here,
     /// as PyTorch refuses it.
     #[new]
-    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None, interleave=None))]
+    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None, interleave=None, stage_timing=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -281,6 +281,7 @@ impl RawLoader {
         autotune: bool,
         autotune_profile: Option<std::path::PathBuf>,
         interleave: Option<usize>,
+        stage_timing: bool,
     ) -> PyResult<Self> {
         let pipeline = pipeline(pipeline_json)?;
         let timeout = match timeout {
@@ -313,6 +314,7 @@ impl RawLoader {
                 profile: autotune_profile,
                 ..adapt::Autotune::default()
             }),
+            stage_timing: stage_timing && RunOptions::default().stage_timing,
             ..RunOptions::default()
         };
         let run = py
@@ -406,6 +408,13 @@ impl RawLoader {
         self.with_run(|run| Ok(run.state().as_ref().map(LoaderState::to_text)))
     }
 
+    /// Where the current (or just finished) epoch's time went, as the JSON
+    /// text `load --stages` prints; None without an epoch or with stage
+    /// timing off.
+    fn stats(&self) -> PyResult<Option<String>> {
+        self.with_run(|run| Ok(run.stages().map(|r| r.to_json().to_string())))
+    }
+
     /// Batches per epoch for this rank.
     fn batches_per_epoch(&self) -> PyResult<usize> {
         self.with_run(|run| Ok(run.info().batches_per_epoch))
@@ -423,6 +432,23 @@ impl RawLoader {
         py.detach(|| drop(run));
         Ok(())
     }
+}
+
+/// The stage report of the Python loader's own measurements, as JSON
+/// text: seconds per named stage, the epoch's seconds, the workers'
+/// (busy seconds, samples), the consumer's wait.
+#[pyfunction]
+fn stage_report(
+    stages: Vec<(String, f64)>,
+    seconds: f64,
+    num_workers: usize,
+    workers: Vec<(f64, u64)>,
+    wait_seconds: f64,
+) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    adapt::StageReport::from_parts(stages, seconds, num_workers, workers, wait_seconds, cores)
+        .to_json()
+        .to_string()
 }
 
 /// The launcher's rank and world size: `(rank, world_size, local_rank,
@@ -489,6 +515,7 @@ fn _adapt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<data::Data>()?;
     m.add_function(wrap_pyfunction!(launch_from_env, m)?)?;
     m.add_function(wrap_pyfunction!(parse_transform, m)?)?;
+    m.add_function(wrap_pyfunction!(stage_report, m)?)?;
     tune::add_functions(m)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add("AdaptError", py.get_type::<AdaptError>())?;

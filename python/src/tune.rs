@@ -325,6 +325,37 @@ fn plot(py: Python<'_>, report_json: &str, path: std::path::PathBuf) -> PyResult
         .map_err(|e| py_error(e.into()))
 }
 
+/// Writes the HTML page of a tuning report (JSON text) to `path`. With
+/// `pipeline_json` (the pipeline tuned), the default's and the pick's
+/// stages are measured first, one epoch each; without it the page says
+/// `why` in their place.
+#[pyfunction]
+#[pyo3(signature = (report_json, path, pipeline_json=None, why=None))]
+fn report_page(
+    py: Python<'_>,
+    report_json: &str,
+    path: std::path::PathBuf,
+    pipeline_json: Option<&str>,
+    why: Option<&str>,
+) -> PyResult<()> {
+    let report: adapt::Report = serde_json::from_str(report_json)
+        .map_err(|e| AdaptError::new_err(format!("not a tuning report: {e}")))?;
+    let pipeline = pipeline_json.map(pipeline).transpose()?;
+    let why = why.unwrap_or("No stages were measured.");
+    py.detach(|| {
+        let stages = match &pipeline {
+            Some(p) => adapt::measure_stage_pairs(p, &report, &|_: &str| {})?,
+            None => report
+                .runs
+                .iter()
+                .map(|r| adapt::StagePair::missing(r.batch_size, why))
+                .collect(),
+        };
+        adapt::write_report_html(&report, &stages, &path)
+    })
+    .map_err(py_error)
+}
+
 /// Adds this module's functions to `_adapt`.
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
@@ -333,5 +364,6 @@ pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(profile_knobs_of, m)?)?;
     m.add_function(wrap_pyfunction!(plot, m)?)?;
+    m.add_function(wrap_pyfunction!(report_page, m)?)?;
     Ok(())
 }

@@ -393,3 +393,32 @@ def test_a_jpeg_cut_and_closed_with_its_end_marker_is_refused_naming_it(tmp_path
             r = cli(*load, env={"ADAPT_STRICT_DECODE": "0"})
             assert r.returncode == 0, "the opt-out decodes it as the decoder does: " + r.stderr
         victim.write_bytes(whole)
+
+
+def test_stats_name_each_stage_and_the_bottleneck(jpegs):
+    loader = adapt.DataLoader(adapt.datasets.ImageFolder(jpegs), batch_size=4, num_workers=2,
+                              transform="resize(32),center_crop(32),hflip")
+    assert loader.stats() is None
+    assert sum(len(labels) for _, labels in loader) == 24
+    s = loader.stats()
+    assert {"read", "decode", "collate"} <= set(s["seconds"]), s
+    assert any(k.startswith("resize") for k in s["seconds"]), s
+    assert s["num_workers"] == 2 and len(s["workers"]) == 2
+    assert sum(w["samples"] for w in s["workers"]) == 24
+    assert 0 < s["busy_seconds"] and 0 <= s["wait_share"] <= 1 and s["epoch_seconds"] > 0
+    assert "-bound: " in s["verdict"], s["verdict"]
+    quiet = adapt.DataLoader(adapt.datasets.ImageFolder(jpegs), batch_size=4, stage_timing=False,
+                             transform="resize(32),center_crop(32)")
+    list(quiet)
+    assert quiet.stats() is None
+
+
+def test_tune_writes_the_report_page_with_the_stages_of_default_and_pick(jpegs, tmp_path):
+    page = tmp_path / "report.html"
+    adapt.tune(adapt.datasets.ImageFolder(jpegs), transform="resize(32),center_crop(32)", batch_size=8,
+               trial_samples=16, final_repeats=1, trial_seconds=None, noise_repeats=2,
+               progress=False, report=page)
+    html = page.read_text()
+    run = adapt.tune.last_report["runs"][0]
+    assert f"{run['adapt']['seconds']:.3f}" in html and "Batch size 8" in html
+    assert html.count('class="verdict"') == 2 and ">decode</span>" in html

@@ -472,3 +472,28 @@ def test_an_image_folder_of_mixed_png_modes_batches_at_the_size_the_reader_yield
     with pytest.raises(adapt.SampleError, match="zz_small.png"):
         list(adapt.DataLoader(adapt.datasets.ImageFolder(tmp_path), batch_size=7, output="u8-nhwc",
                               transform="hflip(p=0)"))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stats_time_the_users_getitem_and_collate_fn(method, workers):
+    class Slow(Squares):
+        def __getitem__(self, i):
+            time.sleep(0.002)
+            return super().__getitem__(i)
+
+    def stack(samples):
+        return np.stack([s[0] for s in samples]), [s[1] for s in samples]
+
+    loader = adapt.DataLoader(Slow(), batch_size=4, num_workers=workers, worker_method=method,
+                              collate_fn=stack)
+    assert len(collect(loader)) == 6
+    s = loader.stats()
+    assert set(s["seconds"]) == {"__getitem__", "collate_fn"}, s
+    assert s["seconds"]["__getitem__"] >= 23 * 0.002 * 0.9
+    assert sum(w["samples"] for w in s["workers"]) == 23
+    assert s["num_workers"] == workers
+    assert s["verdict"].startswith("no workers") == (workers == 0), s["verdict"]
+    it = adapt.DataLoader(Slow(), batch_size=4, num_workers=workers, worker_method=method)
+    list(it)
+    assert "collate" in it.stats()["seconds"]

@@ -80,6 +80,16 @@ def test_the_picks_are_dataloader_kwargs_and_the_report_plots(tmp_path):
     assert (tmp_path / "search.svg").read_text().lstrip().startswith("<svg")
 
 
+def test_the_report_page_has_the_comparison_and_says_why_it_has_no_stages(tmp_path):
+    tune(noise_repeats=2, trial_seconds=None, trial_samples=1024, report=tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    run = at.tune.last_report["runs"][0]
+    assert page.startswith("<!DOCTYPE html>") and f"{run['adapt']['seconds']:.3f}" in page
+    assert "PyTorch&#x27;s DataLoader records no stages" in page or \
+        "PyTorch's DataLoader records no stages" in page
+    assert "src=" not in page and "href=" not in page
+
+
 def test_other_dataloader_arguments_reach_every_trial_and_tuned_knobs_are_refused():
     tune(strategy="avl", noise_repeats=0, trial_seconds=None, trial_samples=512, drop_last=True,
          timeout=30, collate_fn=list)

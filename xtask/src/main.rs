@@ -5,6 +5,7 @@
 //! the developer's verbs: `bench`, `fuzz`, `gpu-check` and `soak`.
 
 mod bench;
+mod bench_compare;
 mod fuzz;
 mod gpu_check;
 #[cfg(feature = "soak")]
@@ -29,7 +30,8 @@ enum Verb {
     GpuCheck(gpu_check::Args),
     /// Fuzz every parser with seeded mutations of valid inputs.
     Fuzz(fuzz::Args),
-    /// Run the criterion benchmarks (formats, loader, search).
+    /// Run the criterion benchmarks (formats, loader, search), or
+    /// --compare REV: this tree's loading speed against REV's.
     Bench(bench::Args),
     /// Epochs for a given time over a random mix of pipelines, sources,
     /// knobs, resumes and object-store faults, checked as they go.

@@ -44,6 +44,7 @@ mod sampler;
 mod shaped;
 mod shard_order;
 mod shuffle_quality;
+pub mod stage;
 mod subset;
 
 pub use concat::Concat;

@@ -202,6 +202,7 @@ pub fn decode_rgb_into(path: &Path, bytes: &[u8], out: &mut Sample) -> Result<()
 
 /// [`decode_rgb_into`], with a JPEG's scans read (once per image) or not.
 fn decode_rgb(path: &Path, bytes: &[u8], scans: bool, out: &mut Sample) -> Result<(), FormatError> {
+    adapt_dataset::stage::mark(adapt_dataset::stage::Stage::Decode);
     let err = |e: image::ImageError| FormatError::Decode {
         path: path.to_owned(),
         message: e.to_string(),
@@ -242,7 +243,9 @@ fn decode_rgb(path: &Path, bytes: &[u8], scans: bool, out: &mut Sample) -> Resul
                 path: path.to_owned(),
                 message: "image too large".into(),
             })?;
-            out.pixels.clear();
+            // The decoder writes every byte: only a buffer that grows is
+            // zeroed (its new part), not the whole image each time.
+            out.pixels.truncate(n);
             out.pixels.resize(n, 0);
             decoder.read_image(&mut out.pixels).map_err(err)?;
             ToRgb::convert_in_place(&mut out.pixels, u32::from(color.channel_count())).map_err(

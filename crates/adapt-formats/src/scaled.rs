@@ -81,6 +81,7 @@ mod turbo {
             min: Option<(u32, u32)>,
             out: &mut Sample,
         ) -> Result<(), Error> {
+            adapt_dataset::stage::mark(adapt_dataset::stage::Stage::Decode);
             let Some((min_w, min_h)) = min.filter(|_| is_jpeg(bytes)) else {
                 return full(bytes, out);
             };

@@ -135,6 +135,10 @@ pub struct LoaderConfig {
     /// What the batches are made of (a pipeline's identity), recorded in
     /// checkpoints so one of another pipeline is refused.
     pub identity: String,
+    /// Record where each epoch's time goes ([`crate::StageStats`]): each
+    /// batch's build timed, one sample in 8 stage by stage, and the
+    /// consumer's waits. On by default (it costs under 1% of an epoch).
+    pub stage_timing: bool,
 }
 
 impl Default for LoaderConfig {
@@ -157,6 +161,7 @@ impl Default for LoaderConfig {
             output: OutputFormat::F32Nchw,
             decoder: None,
             identity: String::new(),
+            stage_timing: true,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! One epoch: tasks to the workers, results back in sampler order through a
 //! reorder window, errors instead of hangs.
 
+use crate::stages::EpochStats;
 use crate::worker::{Context, Done, Task, WorkerState, Workers, build, inline_state};
-use crate::{Batch, Loader, LoaderConfig, LoaderError, LoaderState, Segment};
+use crate::{Batch, Loader, LoaderConfig, LoaderError, LoaderState, Segment, StageStats};
 use crossbeam_channel::RecvTimeoutError;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -96,6 +97,8 @@ pub(crate) struct EpochCore {
     max_in_flight: usize,
     /// Earlier world sizes of this (resumed) epoch.
     segments: Vec<Segment>,
+    /// Where the epoch's time goes, when the loader records it.
+    stats: Option<Arc<EpochStats>>,
 }
 
 impl<'a> Epoch<'a> {
@@ -145,6 +148,12 @@ impl<'a> Epoch<'a> {
     /// The dataset indices of this epoch, in order.
     pub fn order(&self) -> &[usize] {
         &self.core.order
+    }
+
+    /// Where this epoch's time went so far (`None` when the loader's
+    /// `stage_timing` is off).
+    pub fn stats(&self) -> Option<StageStats> {
+        self.core.stats()
     }
 
     /// The next batch, as `next()`, but asking `interrupt` every [`POLL`]
@@ -201,6 +210,9 @@ impl EpochCore {
             skipped: 0,
             max_in_flight: 0,
             segments,
+            stats: config
+                .stage_timing
+                .then(|| Arc::new(EpochStats::new(config.num_workers))),
         };
         e.fill();
         Ok(e)
@@ -258,7 +270,12 @@ impl EpochCore {
             order: Arc::clone(&self.order),
             start: number * bs,
             end: ((number + 1) * bs).min(self.order.len()),
+            stats: self.stats.clone(),
         }
+    }
+
+    pub(crate) fn stats(&self) -> Option<StageStats> {
+        self.stats.as_ref().map(|s| s.snapshot())
     }
 
     /// Submits tasks until the in-flight bound or the epoch's end.
@@ -360,7 +377,14 @@ impl EpochCore {
         mut interrupt: Option<&mut (dyn FnMut() -> bool + 'f)>,
     ) -> Option<Result<Batch, LoaderError>> {
         while !self.finished && self.next_out < self.batches {
+            let asked = Instant::now();
             let r = self.receive(interrupt.as_deref_mut());
+            if let Some(s) = &self.stats {
+                s.add_wait(asked.elapsed());
+                if self.next_out + 1 >= self.batches || r.is_err() {
+                    s.mark_end();
+                }
+            }
             if matches!(r, Err(LoaderError::Interrupted { .. })) {
                 // Nothing was consumed: the position stays at this batch.
                 self.finished = true;

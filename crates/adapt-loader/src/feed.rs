@@ -3,7 +3,7 @@
 //! one dropped (its workers' tasks cancelled) before the next starts.
 
 use crate::epoch::EpochCore;
-use crate::{Batch, Loader, LoaderError, LoaderState, Segment};
+use crate::{Batch, Loader, LoaderError, LoaderState, Segment, StageStats};
 
 /// A [`Loader`] with its current epoch.
 pub struct Feed {
@@ -65,6 +65,12 @@ impl Feed {
         interrupt: &mut dyn FnMut() -> bool,
     ) -> Option<Result<Batch, LoaderError>> {
         self.epoch.as_mut()?.advance(Some(interrupt))
+    }
+
+    /// Where the current epoch's time went so far (`None` without an epoch,
+    /// or with `stage_timing` off).
+    pub fn stats(&self) -> Option<StageStats> {
+        self.epoch.as_ref().and_then(EpochCore::stats)
     }
 
     /// The checkpoint after the last batch handed out, when an epoch runs.

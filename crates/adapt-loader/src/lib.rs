@@ -54,6 +54,7 @@ mod plan;
 mod pool;
 mod resume;
 mod sampler;
+mod stages;
 mod worker;
 
 pub use batch::Batch;
@@ -66,6 +67,7 @@ pub use plan::{EpochPlan, Plan};
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
 pub use sampler::epoch_order;
+pub use stages::{StageStats, WorkerStats};
 
 use adapt_dataset::{Dataset, Shape};
 use adapt_transform::{Compose, Normalize, Transform};

@@ -1,7 +1,9 @@
 //! Building a batch, and the worker threads that do it.
 
 use crate::pool::BatchPool;
+use crate::stages::{BatchTimes, EpochStats};
 use crate::{Batch, ErrorPolicy, LoaderError, OutputFormat};
+use adapt_dataset::stage::{self, Stage};
 use adapt_dataset::{Dataset, Sample, Shape};
 use adapt_transform::{Compose, Normalize, SampleRng, Scratch};
 use crossbeam_channel::{Receiver, Sender};
@@ -45,6 +47,8 @@ pub(crate) struct WorkerState {
     scratch: Scratch,
     /// One output row, for collating through a deferred crop or flip.
     row: Vec<u8>,
+    /// Samples this worker has built (which ones are timed stage by stage).
+    built: u64,
 }
 
 /// One batch to build: a slice of the epoch's order.
@@ -55,6 +59,8 @@ pub(crate) struct Task {
     pub(crate) order: Arc<Vec<usize>>,
     pub(crate) start: usize,
     pub(crate) end: usize,
+    /// The epoch's stage counters, when it records them.
+    pub(crate) stats: Option<Arc<EpochStats>>,
 }
 
 /// A built batch (or its error), tagged with the epoch generation it
@@ -73,13 +79,23 @@ pub(crate) fn build(
     worker: usize,
     cancelled: &mut dyn FnMut() -> bool,
 ) -> Result<Batch, LoaderError> {
+    let started = std::time::Instant::now();
+    let mut times = BatchTimes::default();
+    let timing = task.stats.is_some().then_some(&mut times);
     match catch_unwind(AssertUnwindSafe(|| {
-        build_inner(ctx, state, task, cancelled)
+        build_inner(ctx, state, task, cancelled, timing)
     })) {
-        Ok(r) => r,
+        Ok(r) => {
+            if let Some(stats) = &task.stats {
+                times.busy = started.elapsed();
+                stats.add_batch(worker, &times);
+            }
+            r
+        }
         Err(payload) => {
             // The state may be mid-update; start the next batch afresh.
             *state = WorkerState::default();
+            stage::end();
             let message = payload
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
@@ -100,6 +116,7 @@ fn build_inner(
     state: &mut WorkerState,
     task: &Task,
     cancelled: &mut dyn FnMut() -> bool,
+    mut timing: Option<&mut BatchTimes>,
 ) -> Result<Batch, LoaderError> {
     let mut slot = ctx.pool.take()?;
     let per = ctx.shape.len() * ctx.output.bytes_per_value();
@@ -123,7 +140,16 @@ fn build_inner(
             };
             let j = slot.labels.len();
             let out = &mut slot.data.as_bytes_mut()[j * per..(j + 1) * per];
-            let label = match read_one(ctx, state, task.epoch, index, out) {
+            let timed = timing.is_some() && state.built.is_multiple_of(stage::SAMPLE_EVERY);
+            state.built += 1;
+            if timed {
+                stage::begin(Stage::Read);
+            }
+            let read = read_one(ctx, state, task.epoch, index, out);
+            if let (Some(t), Some(split)) = (timing.as_deref_mut(), stage::end()) {
+                t.add_timed(split);
+            }
+            let label = match read {
                 Ok(label) => label,
                 Err(e) => match ctx.policy {
                     ErrorPolicy::Fail => return Err(fail(e)),
@@ -135,6 +161,9 @@ fn build_inner(
             };
             slot.labels.push(label);
             slot.indices.push(index);
+            if let Some(t) = timing.as_deref_mut() {
+                t.samples += 1;
+            }
         }
         Ok(())
     };
@@ -193,6 +222,7 @@ fn collate(
     row: &mut Vec<u8>,
     out: &mut [u8],
 ) -> Result<i64, adapt_dataset::Error> {
+    stage::mark(Stage::Collate);
     crate::collate_sample(
         ctx.output,
         &ctx.normalize,

@@ -344,6 +344,16 @@ impl Built {
         }
     }
 
+    /// The steps the workers run, in order, by their text form (the
+    /// normalisation is done while collating, so it is not among them).
+    pub fn step_names(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .filter(|s| s.normalizer().is_none())
+            .map(ToString::to_string)
+            .collect()
+    }
+
     /// The canonical text form of the steps.
     pub fn transforms_text(&self) -> String {
         transforms_text(&self.steps)

@@ -6,6 +6,7 @@
 
 use crate::decode::{decode_exact, plain};
 use crate::{Encoded, Error, Geometry, Sample, ScaledDecode, Scratch, Shape, Transform};
+use adapt_dataset::stage::{self, Stage};
 
 /// Steps applied in order: the transforms of a pipeline.
 #[derive(Debug, Default)]
@@ -54,7 +55,7 @@ impl Compose {
         sample: &mut Sample,
         scratch: &mut Scratch,
     ) -> Result<Option<Geometry<'_>>, Error> {
-        run_deferring(&self.0, sample, scratch)
+        run_deferring(&self.0, 0, sample, scratch)
     }
 
     /// [`apply_deferring`](Self::apply_deferring) on an encoded image: the
@@ -68,31 +69,36 @@ impl Compose {
         sample: &mut Sample,
         scratch: &mut Scratch,
     ) -> Result<Option<Geometry<'_>>, Error> {
-        let rest = match self.0.split_first() {
+        // Decoded at a reduced scale, the first step is done with the decode.
+        let (rest, first_index) = match self.0.split_first() {
             Some((first, rest))
                 if plain(enc) && first.decode_reduced(enc, dec, sample, scratch)? =>
             {
                 sample.label = enc.label;
-                rest
+                (rest, 1)
             }
             _ => {
                 decode_exact(enc, dec, sample, scratch)?;
-                &self.0[..]
+                (&self.0[..], 0)
             }
         };
-        run_deferring(rest, sample, scratch)
+        run_deferring(rest, first_index, sample, scratch)
     }
 }
 
-/// Runs `steps`, materialising the pending geometry before a step that
-/// works on the pixels, and returns what is still pending at the end.
+/// Runs `steps` (the pipeline's from index `first_index` on),
+/// materialising the pending geometry before a step that works on the
+/// pixels, and returns what is still pending at the end. Each step's time
+/// (a pending crop's materialising included) goes to its stage.
 fn run_deferring<'t>(
     steps: &'t [Box<dyn Transform>],
+    first_index: usize,
     sample: &mut Sample,
     scratch: &mut Scratch,
 ) -> Result<Option<Geometry<'t>>, Error> {
     let mut pending: Option<Geometry<'t>> = None;
-    for step in steps {
+    for (i, step) in steps.iter().enumerate() {
+        stage::mark(Stage::Step(first_index + i));
         match step.defer(sample.shape, pending, scratch)? {
             Some(g) => pending = Some(g),
             None => {

@@ -38,7 +38,7 @@ pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};
 pub use noise::threshold_from_spread;
 pub use online::{AutotunedFeed, MaybeTuned, OnlineTuner};
 pub use options::{Progress, Strategy, TuneOptions};
-pub use plot::write_svg;
+pub use plot::{DrawError, svg as plot_svg, write_svg};
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay, replay_strategies};
 pub use report::{ConfigTime, Noise, Report, RunReport, SearchCost, StrategyRecord};

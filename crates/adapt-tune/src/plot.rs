@@ -8,23 +8,32 @@ use std::path::Path;
 /// log2 prefetch_factor on y, colour from fast to slow; persistent workers
 /// drawn as circles, others as crosses) and the AVL search's path as a line.
 pub fn write_svg(report: &Report, path: &Path) -> Result<(), TuneError> {
-    let err = |e: &dyn std::fmt::Display| TuneError::file(path, e);
+    let text = svg(report).map_err(|e| TuneError::file(path, e))?;
+    std::fs::write(path, text).map_err(|e| TuneError::file(path, e))
+}
+
+/// The drawing of [`write_svg`] as SVG text (what the HTML report inlines).
+pub fn svg(report: &Report) -> Result<String, DrawError> {
     let n = report.runs.len().max(1) as u32;
-    let root = SVGBackend::new(path, (900, 420 * n)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let panels = root.split_evenly((report.runs.len().max(1), 1));
-    for (run, area) in report.runs.iter().zip(panels) {
-        panel(run, &area).map_err(|e| err(&e))?;
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, (900, 420 * n)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let panels = root.split_evenly((report.runs.len().max(1), 1));
+        for (run, area) in report.runs.iter().zip(panels) {
+            panel(run, &area)?;
+        }
+        root.present()?;
     }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    Ok(text)
 }
 
 /// A measured trial: (num_workers, log2 prefetch, seconds, persistent).
 type Point = (f64, f64, f64, bool);
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-type DrawError = DrawingAreaErrorKind<std::io::Error>;
+/// A failed drawing.
+pub type DrawError = DrawingAreaErrorKind<std::io::Error>;
 
 /// One batch size's panel: the trials, the AVL path and the pick.
 fn panel(run: &RunReport, area: &Area<'_>) -> Result<(), DrawError> {

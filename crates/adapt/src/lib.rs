@@ -35,7 +35,9 @@ mod error;
 pub mod generate;
 mod inspect;
 pub mod pack;
+mod report_page;
 mod run;
+mod stages;
 mod steps;
 mod tune;
 
@@ -43,7 +45,9 @@ pub use data::Data;
 pub use error::{AdaptError, ErrorKind};
 pub use generate::generate;
 pub use inspect::{Inspected, inspect};
+pub use report_page::{StagePair, measure_stage_pairs, report_html, write_report_html};
 pub use run::{Autotune, Run, RunInfo, RunOptions, parse_distributed};
+pub use stages::StageReport;
 pub use steps::{SampleSteps, StepScratch};
 pub use tune::{
     default_cifar10, profile_knobs, profile_knobs_of, replay, space_configurations, step_from_ms,

@@ -70,6 +70,9 @@ pub struct RunOptions {
     pub device: Device,
     /// Tune the workers while loading.
     pub autotune: Option<Autotune>,
+    /// Record where each epoch's time goes ([`Run::stages`]); on unless
+    /// `ADAPT_STAGE_TIMING=0`.
+    pub stage_timing: bool,
 }
 
 impl Default for RunOptions {
@@ -89,6 +92,7 @@ impl Default for RunOptions {
             timeout: None,
             device: Device::Cuda(0),
             autotune: None,
+            stage_timing: std::env::var("ADAPT_STAGE_TIMING").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -112,6 +116,8 @@ pub struct RunInfo {
     pub page_locked: bool,
     /// Batches per epoch for this rank.
     pub batches_per_epoch: usize,
+    /// The steps the workers run, by their text form (the stages' names).
+    pub step_names: Vec<String>,
 }
 
 /// A pipeline's loader, ready to run epochs.
@@ -174,6 +180,7 @@ impl Run {
             transforms: built.transforms_text(),
             page_locked: pinned.is_some(),
             batches_per_epoch: loader.batches_per_epoch(),
+            step_names: built.step_names(),
         };
         let (feed, save_to) = drive(Feed::new(loader), options, &info.identity)?;
         Ok(Run {
@@ -279,6 +286,18 @@ impl Run {
         Ok(())
     }
 
+    /// Where the current epoch's time went so far (`None` without an epoch
+    /// or with `stage_timing` off). With autotune, from the last switch of
+    /// the knobs on.
+    pub fn stages(&self) -> Option<crate::StageReport> {
+        let stats = self.feed.as_feed().stats()?;
+        Some(crate::StageReport::new(
+            &stats,
+            &self.info.step_names,
+            cores(),
+        ))
+    }
+
     /// The checkpoint after the last batch handed out (`None` without an epoch).
     pub fn state(&self) -> Option<LoaderState> {
         self.feed.as_feed().state()
@@ -311,6 +330,11 @@ impl Run {
     }
 }
 
+/// The cores this process may use.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The loader configuration of `built` with `options`' knobs.
 fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptError> {
     if let Some(t) = o.timeout
@@ -340,6 +364,7 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
         persistent_workers: o.persistent_workers,
         distributed: o.distributed,
         timeout: o.timeout,
+        stage_timing: o.stage_timing,
         ..LoaderConfig::default()
     }))
 }

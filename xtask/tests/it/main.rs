@@ -427,3 +427,174 @@ fn a_signal_to_the_tuner_ends_its_trial_first() {
         assert!(left.is_empty(), "{signal}: {left:?} outlived the tuner");
     }
 }
+
+#[test]
+fn load_stages_names_each_step_and_the_bottleneck() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("folder");
+    let (ok, _, err) = xtask(&[
+        "gen",
+        "--dataset",
+        "imagefolder",
+        "--count",
+        "24",
+        "--size",
+        "64x48",
+        "--out",
+        data.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    let args = [
+        "load",
+        "--dataset",
+        "imagefolder",
+        "--path",
+        data.to_str().unwrap(),
+        "--transform",
+        "random_resized_crop(32),hflip,normalize(imagenet)",
+        "--batch-size",
+        "8",
+        "--num-workers",
+        "2",
+        "--epochs",
+        "2",
+    ];
+    let (ok, out, err) = xtask(&[&args[..], &["--stages"]].concat());
+    assert!(ok, "{err}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        let s = &line["stages"];
+        let seconds = s["seconds"].as_object().unwrap();
+        let names: Vec<&str> = seconds.keys().map(String::as_str).collect();
+        for want in ["read", "decode", "random_horizontal_flip(p=0.5)", "collate"] {
+            assert!(names.contains(&want), "{want} missing from {names:?}");
+        }
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("random_resized_crop(32")),
+            "{names:?}"
+        );
+        assert!(seconds["decode"].as_f64().unwrap() > 0.0, "{s}");
+        let samples: u64 = s["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["samples"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(samples), line["samples"].as_u64());
+        let verdict = s["verdict"].as_str().unwrap();
+        assert!(
+            verdict.contains("-bound") || verdict.starts_with("consumer"),
+            "{verdict}"
+        );
+    }
+    // Without --stages the line has none; with timing off neither.
+    let (ok, out, err) = xtask(&[&args[..], &["--no-stage-timing"]].concat());
+    assert!(ok, "{err}");
+    assert!(!out.contains("\"stages\""), "{out}");
+}
+
+/// Headless Chromium from the distribution's packages, where installed.
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+#[test]
+fn tune_report_is_one_page_a_browser_renders_with_the_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("cifar");
+    gen_cifar_seeded(&data, "3");
+    let page = dir.path().join("report.html");
+    let json = dir.path().join("report.json");
+    let (ok, out, err) = xtask(&[
+        "tune",
+        "--dataset",
+        "cifar10",
+        "--path",
+        data.to_str().unwrap(),
+        "--batch-size",
+        "16",
+        "--trial-samples",
+        "64",
+        "--trial-seconds",
+        "0",
+        "--noise-repeats",
+        "2",
+        "--final-repeats",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("report page: "), "{out}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &report["runs"][0];
+    let adapt_seconds = format!("{:.3}", run["adapt"]["seconds"].as_f64().unwrap());
+    let figures = [
+        "Batch size 16",
+        adapt_seconds.as_str(),
+        "read",
+        "collate",
+        "consumer's wait",
+        "The noise",
+    ];
+    for figure in figures {
+        assert!(html.contains(figure), "{figure} is not on the page");
+    }
+    assert_eq!(
+        html.matches("class=\"verdict\"").count(),
+        2,
+        "default and pick"
+    );
+    let Some(browser) = chromium() else {
+        eprintln!("no Chromium installed: the page was not rendered in a browser");
+        return;
+    };
+    let url = format!("file://{}", page.display());
+    let shot = dir.path().join("shot.png");
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1100,2400",
+    ];
+    let screenshot = Command::new(browser)
+        .args(common)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(screenshot.status.success(), "{screenshot:?}");
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+        "{} bytes",
+        png.len()
+    );
+    let dom = Command::new(browser)
+        .args(common)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    for figure in figures {
+        assert!(dom.contains(figure), "{figure} is not in the rendered page");
+    }
+}

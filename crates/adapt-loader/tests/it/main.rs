@@ -7,5 +7,6 @@ mod failures;
 mod properties;
 mod real_data;
 mod resume;
+mod stages;
 mod sweep;
 mod util;

@@ -80,6 +80,16 @@ pub struct Args {
     /// and batch size, and save what the search settled on there.
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// End each epoch's line with a `stages` object: seconds per stage
+    /// (read, decode, each step, collate) summed over the workers, the
+    /// workers' busy share, the consumer's wait, and a one-line verdict
+    /// naming the bottleneck.
+    #[arg(long, conflicts_with = "no_stage_timing")]
+    stages: bool,
+    /// Record no stage times (they cost under 1% of an epoch; the
+    /// environment's ADAPT_STAGE_TIMING=0 does the same).
+    #[arg(long)]
+    no_stage_timing: bool,
 }
 
 fn distributed(arg: Option<&str>) -> anyhow::Result<Option<crate::Distributed>> {
@@ -119,6 +129,7 @@ impl Args {
                 profile: self.profile.clone(),
                 ..Autotune::default()
             }),
+            stage_timing: !self.no_stage_timing && RunOptions::default().stage_timing,
             ..RunOptions::default()
         })
     }
@@ -275,6 +286,11 @@ fn epoch_line(
     });
     if let Some(bytes) = e.text_bytes {
         line["text_bytes"] = bytes.into();
+    }
+    if args.stages
+        && let Some(stages) = run.stages()
+    {
+        line["stages"] = stages.to_json();
     }
     if let Some(a) = run.autotune() {
         let waits = a.waits();

@@ -96,6 +96,11 @@ pub struct Args {
     /// Draw the trials and the AVL path as SVG.
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// Write one self-contained HTML page: the comparison, the search's
+    /// trace, the noise, and where an epoch's time goes under the pick
+    /// against the default (measured after the tuning, one epoch each).
+    #[arg(long)]
+    report: Option<PathBuf>,
     /// Reuse and update a profile of tuned configurations.
     #[arg(long)]
     profile: Option<PathBuf>,
@@ -218,7 +223,7 @@ pub(crate) fn run(args: Args, defaults: &super::Defaults) -> anyhow::Result<()> 
         return replay(file, args.replay_seeds, args.replay_noise);
     }
     // Outputs are checked before the run, not after it.
-    for out in [args.json.as_ref(), args.plot.as_ref()]
+    for out in [args.json.as_ref(), args.plot.as_ref(), args.report.as_ref()]
         .into_iter()
         .flatten()
     {
@@ -235,20 +240,37 @@ pub(crate) fn run(args: Args, defaults: &super::Defaults) -> anyhow::Result<()> 
     let bar = indicatif::ProgressBar::new_spinner();
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     let progress = |m: &str| bar.set_message(m.to_owned());
-    let report = match &args.command {
+    let (report, stages) = match &args.command {
         Some(cmd) => {
             // The program opens its own data: the options' pipeline is unused.
             let options = args.options(TuneOptions::default().pipeline)?;
-            crate::tune_command(cmd, &options, &progress)?
+            let report = crate::tune_command(cmd, &options, &progress)?;
+            let why = "The command loads its own data: its stages are not adapt's to record.";
+            let stages = report
+                .runs
+                .iter()
+                .map(|r| crate::StagePair::missing(r.batch_size, why))
+                .collect();
+            (report, stages)
         }
         None => {
             let options = args.options(args.pipeline(&defaults.cifar10, &progress)?)?;
-            crate::tune(&options, &progress)?
+            let report = crate::tune(&options, &progress)?;
+            let stages = match &args.report {
+                Some(_) => crate::measure_stage_pairs(&options.pipeline, &report, &progress)?,
+                None => Vec::new(),
+            };
+            (report, stages)
         }
     };
     bar.finish_and_clear();
     print!("{}", report.table());
-    write_outputs(&report, args.json.as_ref(), args.plot.as_ref())
+    write_outputs(&report, args.json.as_ref(), args.plot.as_ref())?;
+    if let Some(path) = &args.report {
+        crate::write_report_html(&report, &stages, path)?;
+        println!("report page: {}", path.display());
+    }
+    Ok(())
 }
 
 fn write_outputs(
