@@ -31,7 +31,7 @@ const JOBS: &[Job] = &[
         kind: "cifar10",
         batch: 128,
         transform: None,
-        epochs: 5,
+        epochs: 25,
     },
     Job {
         name: "cifar10 default, batch 8",
@@ -39,7 +39,7 @@ const JOBS: &[Job] = &[
         kind: "cifar10",
         batch: 8,
         transform: None,
-        epochs: 3,
+        epochs: 15,
     },
     Job {
         name: "cifar10 train recipe",
@@ -47,7 +47,7 @@ const JOBS: &[Job] = &[
         kind: "cifar10",
         batch: 128,
         transform: Some(CIFAR_TRAIN),
-        epochs: 5,
+        epochs: 15,
     },
     Job {
         name: "JPEG folder, ImageNet recipe",
@@ -71,7 +71,7 @@ const JOBS: &[Job] = &[
         kind: "pack",
         batch: 128,
         transform: None,
-        epochs: 5,
+        epochs: 4,
     },
 ];
 
@@ -352,7 +352,7 @@ fn cargo_build(dir: &Path, target: &Path) -> anyhow::Result<()> {
 /// seeds every time, so every comparison reads the same files).
 fn ensure_data(xtask: &Path, root: &Path) -> anyhow::Result<()> {
     let gens: [(&str, &[&str]); 3] = [
-        ("cifar10", &["--dataset", "cifar10", "--count", "20000"]),
+        ("cifar10", &["--dataset", "cifar10"]),
         (
             "jpegs",
             &[
@@ -368,9 +368,12 @@ fn ensure_data(xtask: &Path, root: &Path) -> anyhow::Result<()> {
     ];
     for (name, args) in gens {
         let out = root.join(name);
-        if !out.join(".complete").exists() {
+        let spec = args.join(" ");
+        if !complete(&out, &spec) {
             eprintln!("generating {}", out.display());
             std::fs::remove_dir_all(&out).ok();
+            // A pack of the old data is stale with it.
+            std::fs::remove_dir_all(root.join(format!("{name}-pack"))).ok();
             run_ok(
                 Command::new(xtask)
                     .args(["gen"])
@@ -378,11 +381,11 @@ fn ensure_data(xtask: &Path, root: &Path) -> anyhow::Result<()> {
                     .arg("--out")
                     .arg(&out),
             )?;
-            std::fs::write(out.join(".complete"), b"")?;
+            std::fs::write(out.join(".complete"), &spec)?;
         }
     }
     let pack = root.join("cifar10-pack");
-    if !pack.join(".complete").exists() {
+    if !complete(&pack, "") {
         eprintln!("packing {}", pack.display());
         std::fs::remove_dir_all(&pack).ok();
         run_ok(
@@ -396,6 +399,11 @@ fn ensure_data(xtask: &Path, root: &Path) -> anyhow::Result<()> {
         std::fs::write(pack.join(".complete"), b"")?;
     }
     Ok(())
+}
+
+/// Whether `dir` was written whole with `spec` (its `.complete` marker).
+fn complete(dir: &Path, spec: &str) -> bool {
+    std::fs::read_to_string(dir.join(".complete")).is_ok_and(|s| s == spec)
 }
 
 fn run_ok(cmd: &mut Command) -> anyhow::Result<()> {
