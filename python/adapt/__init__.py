@@ -22,7 +22,7 @@ import os
 import warnings
 
 from . import datasets
-from ._iteration import OneAtATime
+from ._engine_loader import EngineLoader
 from ._workers import default_collate, get_worker_info, reseed_mode as _reseed_mode, sample_rng
 from ._adapt import (
     AdaptError,
@@ -262,7 +262,6 @@ class DataLoader:
         self.collate_fn, self.sampler, self.batch_sampler = collate_fn, sampler, batch_sampler
         self.timeout = timeout
         self.stage_timing = bool(stage_timing)
-        self._py = None
         if not _is_adapt_dataset(dataset):
             if interleave is not None:
                 raise ConfigValueError("interleave= is the shards an adapt.datasets.WebDataset or "
@@ -281,21 +280,18 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.worker_method = "thread"
         self._pipeline_json = _pipeline(dataset, transform, output, exact_decode)
-        self._raw = _RawLoader(self._pipeline_json, batch_size, self.shuffle, num_workers, prefetch_factor,
-                               pin_memory, persistent_workers, drop_last, seed, rank, world,
-                               float(timeout) if timeout else None, stream, bool(autotune),
-                               os.fspath(autotune_profile) if autotune_profile else None,
-                               interleave=interleave, stage_timing=self.stage_timing)
-        info = self._raw.info()
+        raw = _RawLoader(self._pipeline_json, batch_size, self.shuffle, num_workers, prefetch_factor,
+                         pin_memory, persistent_workers, drop_last, seed, rank, world,
+                         float(timeout) if timeout else None, stream, bool(autotune),
+                         os.fspath(autotune_profile) if autotune_profile else None,
+                         interleave=interleave, stage_timing=self.stage_timing)
+        info = raw.info()
         self.output = info["output"]
         self.sample_shape = tuple(info["sample_shape"])
         self.device_normalize = info["device_normalize"]
         self.page_locked = info["page_locked"]
         self.transforms = info["transforms"]
-        self._epoch = 0
-        self._epoch_set = False
-        self._resume = None
-        self._iteration = OneAtATime()
+        self._backend = EngineLoader(raw, dataset, _torch_module)
 
     def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
                      worker_init_fn, multiprocessing_context, in_order, reseed_globals):
@@ -358,7 +354,7 @@ class DataLoader:
             raise ConfigValueError("multiprocessing_context= with worker_method='thread': threads need none")
         self.shuffle = bool(shuffle)
         self.worker_method = method
-        self._py = PythonLoader(
+        self._backend = PythonLoader(
             dataset, batch_size=self.batch_size, shuffle=self.shuffle, sampler=self.sampler,
             batch_sampler=self.batch_sampler, num_workers=self.num_workers, collate_fn=self.collate_fn,
             pin_memory=self.pin_memory, drop_last=self.drop_last, timeout=self.timeout,
@@ -405,21 +401,13 @@ class DataLoader:
                    **{**knobs, **kwargs})
 
     def __len__(self):
-        if self._py is not None:
-            return len(self._py)
-        return self._raw.batches_per_epoch()
+        return len(self._backend)
 
     def autotune_status(self):
         """With autotune: {"settled": (num_workers, prefetch_factor) or None,
         "current": (num_workers, prefetch_factor), "tried": [((num_workers,
         prefetch_factor), mean wait seconds), ...]}; None without."""
-        if self._py is not None:
-            return None
-        s = self._raw.autotune_status()
-        if s is None:
-            return None
-        settled, tried, current = s
-        return {"settled": settled, "current": current, "tried": tried}
+        return self._backend.autotune_status()
 
     def stats(self):
         """Where the current (or last) epoch's time went, as `load --stages`
@@ -432,94 +420,36 @@ class DataLoader:
         (with `transform=`) and `collate_fn` (or adapt's collation into the
         batch). None before the first epoch, or with `stage_timing=False`
         (or `ADAPT_STAGE_TIMING=0` for adapt's datasets)."""
-        if self._py is not None:
-            return self._py.stats()
-        text = self._raw.stats()
-        return None if text is None else json.loads(text)
+        return self._backend.stats()
 
     def set_epoch(self, epoch):
         """As DistributedSampler.set_epoch: the next iteration is this epoch
         (its shuffle and random draws). Without it, each iteration moves to
         the next epoch, as PyTorch draws a new order on every iter()."""
-        if self._py is not None:
-            self._py.set_epoch(epoch)
-            return
-        self._epoch = int(epoch)
-        self._epoch_set = True
+        self._backend.set_epoch(epoch)
 
     def state_dict(self):
         """Where the loader stands: after the last batch handed out. Resume
         with load_state_dict on the same or another number of ranks."""
-        if self._py is not None:
-            return self._py.state_dict()
-        return {"adapt_loader_state": self._raw.state(), "epoch": self._epoch}
+        return self._backend.state_dict()
 
     def load_state_dict(self, state):
         """The next iteration resumes the checkpointed epoch where it
         stopped (byte for byte what an uninterrupted run would yield)."""
-        if self._py is not None:
-            self._py.load_state_dict(state)
-            return
-        text = state.get("adapt_loader_state")
-        if text is None:
-            self._epoch = int(state.get("epoch", 0))
-            self._epoch_set = True
-            return
-        self._raw.check_state(text)  # refused now, not at the next iter()
-        self._resume = text
-
-    def _convert(self, data, labels):
-        images = data.array()
-        torch = _torch_module()
-        if torch is not None:
-            images, labels = torch.from_numpy(images), torch.from_numpy(labels)
-        if getattr(self.dataset, "has_text", False):
-            return images, labels, self.dataset._data().texts(data.indices())
-        return images, labels
-
-    def _start(self):
-        """Starts the epoch the next iteration runs; the one after is the
-        next epoch unless set_epoch says otherwise."""
-        if self._resume is not None:
-            text, self._resume = self._resume, None
-            epoch, _ = self._raw.resume(text)
-        else:
-            epoch = self._epoch
-            self._raw.start(epoch)
-        self._epoch = epoch + 1 if not self._epoch_set else self._epoch
-        self._epoch_set = False
-
-    def _drain(self):
-        while True:
-            item = self._raw.next()
-            if item is None:
-                break
-            yield item
+        self._backend.load_state_dict(state)
 
     def batches(self):
         """Iterates `(BatchData, labels)` without converting (for tools and
         tests; adapt's datasets only)."""
-        if self._py is not None:
-            raise ConfigTypeError("batches() is for adapt's own datasets; iterate the loader")
-        with self._iteration.begin() as mine:
-            self._start()
-        return self._iteration.steps(self._drain(), mine)
+        return self._backend.batches()
 
     def __iter__(self):
-        if self._py is not None:
-            return iter(self._py)
-        with self._iteration.begin() as mine:
-            self._start()
-        return self._iteration.steps((self._convert(d, labels) for d, labels in self._drain()), mine)
+        return iter(self._backend)
 
     def close(self):
         """Stops the loader's threads and worker processes now (they also
         stop when it is collected)."""
-        if self._py is not None:
-            self._py.close()
-            return
-        self._iteration.close()
-        self._raw.close()
+        self._backend.close()
 
     def __repr__(self):
         return (f"adapt.DataLoader({self.dataset!r}, batch_size={self.batch_size}, "

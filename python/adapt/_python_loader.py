@@ -559,6 +559,16 @@ class PythonLoader:
             if last:
                 self._stats.end()
 
+    def autotune_status(self):
+        """Online autotuning is adapt's own datasets' (refused at
+        construction here): always None."""
+        return None
+
+    def batches(self):
+        from . import ConfigTypeError
+
+        raise ConfigTypeError("batches() is for adapt's own datasets; iterate the loader")
+
     def stats(self):
         """Where the current (or last) epoch's time went (see
         `adapt.DataLoader.stats`); None before the first or without stage timing."""

@@ -275,9 +275,9 @@ def test_tune_on_the_test_split_saves_an_entry_the_test_split_loader_finds(cifar
                                            batch_size=16)
     assert loader.num_workers == picks[16]["num_workers"]
     assert adapt.tune.last_report["dataset"]["pipeline"]["identity"] == \
-        loader._raw.info()["identity"]
+        loader._backend.raw.info()["identity"]
     train = adapt.DataLoader.from_profile(profile, adapt.datasets.CIFAR10(cifar), batch_size=16)
-    assert train._raw.info()["identity"] != loader._raw.info()["identity"]
+    assert train._backend.raw.info()["identity"] != loader._backend.raw.info()["identity"]
 
 
 def test_tune_on_a_concatenation_keys_the_profile_by_the_concatenation(cifar, tmp_path):
@@ -288,7 +288,7 @@ def test_tune_on_a_concatenation_keys_the_profile_by_the_concatenation(cifar, tm
     assert adapt.tune.last_report["dataset"]["samples"] == 720
     loader = adapt.DataLoader.from_profile(profile, both, batch_size=16)
     assert adapt.tune.last_report["dataset"]["pipeline"]["identity"] == \
-        loader._raw.info()["identity"]
+        loader._backend.raw.info()["identity"]
 
 
 def test_the_command_line_ships_with_the_package(tmp_path, xtask):

@@ -114,9 +114,9 @@ def test_fixed_shape_samples_are_written_into_pooled_buffers(method):
     for _ in range(3):
         for imgs, labels in loader:
             addr = np.asarray(imgs).__array_interface__["data"][0]
-            bases = loader._py._buffer_addresses()
-            assert any(b <= addr < b + loader._py._layout.nbytes for b in bases), "a view of a pooled buffer"
-        counts.append(len(loader._py._buffer_addresses()))
+            bases = loader._backend._buffer_addresses()
+            assert any(b <= addr < b + loader._backend._layout.nbytes for b in bases), "a view of a pooled buffer"
+        counts.append(len(loader._backend._buffer_addresses()))
     # Released batches go back to the pool: the buffers are the ones in
     # flight (2 workers x prefetch 2), the batch handed out and the one the
     # loop variable still holds; none more per epoch.
@@ -310,7 +310,7 @@ def test_close_ends_the_workers_and_refuses_further_use():
     loader = adapt.DataLoader(Squares(), batch_size=4, num_workers=2, worker_method="process",
                               persistent_workers=True)
     list(loader)
-    procs = list(loader._py._pool.workers)
+    procs = list(loader._backend._pool.workers)
     loader.close()
     assert all(not p.is_alive() for p in procs)
     with pytest.raises(RuntimeError, match="closed"):

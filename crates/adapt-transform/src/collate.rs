@@ -222,6 +222,10 @@ impl Geometry<'_> {
                 channels: src.shape.channels,
             });
         }
+        if src.layout == Layout::Interleaved && c == 3 && self.inside(src.shape) {
+            self.rgb_rows(src, norm, out);
+            return Ok(());
+        }
         let plane = self.width as usize * self.height as usize;
         // A whole plane of bytes, then one long (vectorised) normalising pass.
         row.resize(plane, 0);
@@ -231,6 +235,48 @@ impl Geometry<'_> {
             affine(row, dst, a, b);
         }
         Ok(())
+    }
+
+    /// Whether the window lies inside an image of `shape` (no padding).
+    fn inside(&self, shape: crate::Shape) -> bool {
+        self.top >= 0
+            && self.left >= 0
+            && self.top + i64::from(self.height) <= i64::from(shape.height)
+            && self.left + i64::from(self.width) <= i64::from(shape.width)
+    }
+
+    /// [`Geometry::write_chw`] of an RGB image, window inside it: each
+    /// output row split into its three planes and normalised in one pass
+    /// (instead of a strided pass per channel, then one to normalise), then
+    /// reversed in place for a horizontal flip.
+    fn rgb_rows(&self, src: SampleView<'_>, norm: &Normalize, out: &mut [f32]) {
+        let (ow, oh) = (self.width as usize, self.height as usize);
+        let (sw, top, left) = (
+            src.shape.width as usize,
+            self.top as usize,
+            self.left as usize,
+        );
+        let (r, rest) = out.split_at_mut(ow * oh);
+        let (g, b) = rest.split_at_mut(ow * oh);
+        let rows = r
+            .chunks_exact_mut(ow)
+            .zip(g.chunks_exact_mut(ow))
+            .zip(b.chunks_exact_mut(ow));
+        for (y, ((r, g), b)) in rows.enumerate() {
+            let sy = top + if self.vflip { oh - 1 - y } else { y };
+            let from = (sy * sw + left) * 3;
+            rgb_to_planes(
+                &src.pixels[from..from + ow * 3],
+                [&mut *r, &mut *g, &mut *b],
+                &norm.scale,
+                &norm.bias,
+            );
+            if self.hflip {
+                r.reverse();
+                g.reverse();
+                b.reverse();
+            }
+        }
     }
 
     /// Collates `src` through this geometry as u8 CHW (`nhwc = false`) or
@@ -359,6 +405,40 @@ mod tests {
             prop_assert_eq!(got_f, want_f);
             prop_assert_eq!(got_chw, want_chw);
             prop_assert_eq!(got_hwc, want_hwc);
+        }
+    }
+
+    #[test]
+    fn rgb_rows_wider_than_a_chunk_equal_materialising() {
+        let (h, w) = (21u32, 45u32);
+        let n = (h * w * 3) as usize;
+        let base = Sample::with_layout(
+            (0..n).map(|i| (i * 53 % 251) as u8).collect(),
+            Shape::new(h, w, 3),
+            Layout::Interleaved,
+            0,
+        )
+        .unwrap();
+        let norm = Normalize::new(&[0.4, 0.5, 0.6], &[0.2, 0.3, 0.25]).unwrap();
+        for (top, left, gh, gw) in [(0, 0, h, w), (3, 5, 17, 37), (1, 0, 20, 33)] {
+            for (hflip, vflip) in [(false, false), (true, false), (false, true), (true, true)] {
+                let g = Geometry {
+                    top,
+                    left,
+                    height: gh,
+                    width: gw,
+                    hflip,
+                    vflip,
+                    ..Geometry::whole(base.shape)
+                };
+                let mut applied = base.clone();
+                g.materialize(&mut applied, &mut Scratch::default());
+                let mut want = vec![0.0; applied.shape.len()];
+                norm.write_chw(applied.view(), &mut want).unwrap();
+                let mut got = vec![0.0; want.len()];
+                g.write_chw(base.view(), &norm, &mut got, &mut Vec::new()).unwrap();
+                assert_eq!(got, want, "{top},{left} {gh}x{gw} flips {hflip} {vflip}");
+            }
         }
     }
 
