@@ -236,3 +236,21 @@ pub(crate) fn is_writer_name(name: &str) -> bool {
                 && k.bytes().all(|b| b.is_ascii_digit())
     )
 }
+
+/// Whether the file at `path` was written by this writer: a shard header,
+/// or (a temporary file cut short before its header) nothing at all.
+pub(crate) fn written_by_us(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    let mut b = [0u8; 8];
+    match std::fs::File::open(path).and_then(|mut f| f.read(&mut b)) {
+        Ok(0) => true,
+        Ok(n) => n == 8 && &b == MAGIC,
+        Err(_) => false,
+    }
+}

@@ -19,6 +19,7 @@
 
 mod error;
 mod format;
+mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 mod manifest;

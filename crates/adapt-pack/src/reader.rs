@@ -1,11 +1,11 @@
 //! Random access to a pack through its frame index.
 
 use crate::format::{Body, FrameEntry, Record};
+use crate::frame::{open_shard, read_frame, steps_of};
 use crate::storage::{LocalStorage, PackStorage, ShardFile};
-use crate::verify::{open_shard, read_frame};
 use crate::{Codec, Manifest, PackError};
 use adapt_dataset::{
-    CropBox, Dataset, Encoded, Error, FixedSteps, Layout, Read, Sample, Shape, check_index,
+    Dataset, Encoded, Error, FixedSteps, Layout, Read, Sample, Shape, check_index,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -299,12 +299,5 @@ fn encoded_of(rec: &Record) -> Encoded {
             label: rec.label,
             steps: FixedSteps::default(),
         },
-    }
-}
-
-pub(crate) fn steps_of(crop: &Option<[u32; 4]>, expect: &Option<[u32; 3]>) -> FixedSteps {
-    FixedSteps {
-        crop: crop.map(|[l, t, r, b]| CropBox::new(l, t, r, b)),
-        expect: expect.map(|[h, w, c]| Shape::new(h, w, c)),
     }
 }

@@ -2,8 +2,9 @@
 //! appended in order by one writer thread, the frame index and footer last,
 //! through a temporary name that is synced and renamed.
 
-use crate::format::{self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, xxh3};
-use crate::writer::written_by_us;
+use crate::format::{
+    self, Body, FOOTER_LEN, FrameEntry, Header, Record, shard_name, written_by_us, xxh3,
+};
 use crate::{Codec, PackError, PackOptions, Payload, ShardInfo};
 use adapt_dataset::{Dataset, Encoded, Layout};
 use rayon::prelude::*;

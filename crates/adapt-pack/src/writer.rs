@@ -1,7 +1,7 @@
 //! Writing a pack: shuffle, shard, frame, compress, checksum, rename, and
 //! the manifest last. Resumable and refusing to clobber another pack.
 
-use crate::format::{self, is_writer_name, shard_name, xxh3};
+use crate::format::{self, is_writer_name, shard_name, written_by_us, xxh3};
 use crate::manifest::{FORMAT, MANIFEST, VERSION};
 use crate::shard_writer::{ShardJob, record};
 use crate::verify::check_local_shard;
@@ -207,24 +207,6 @@ fn writer_files(dir: &Path) -> Result<Vec<PathBuf>, PackError> {
     }
     out.sort();
     Ok(out)
-}
-
-/// Whether the file at `path` was written by this writer: a shard header,
-/// or (a temporary file cut short before its header) nothing at all.
-pub(crate) fn written_by_us(path: &Path) -> bool {
-    use std::io::Read;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    if !meta.is_file() {
-        return false;
-    }
-    let mut b = [0u8; 8];
-    match std::fs::File::open(path).and_then(|mut f| f.read(&mut b)) {
-        Ok(0) => true,
-        Ok(n) => n == 8 && &b == format::MAGIC,
-        Err(_) => false,
-    }
 }
 
 fn remove(path: &Path) -> Result<(), PackError> {

@@ -436,7 +436,8 @@ mod tests {
                 let mut want = vec![0.0; applied.shape.len()];
                 norm.write_chw(applied.view(), &mut want).unwrap();
                 let mut got = vec![0.0; want.len()];
-                g.write_chw(base.view(), &norm, &mut got, &mut Vec::new()).unwrap();
+                g.write_chw(base.view(), &norm, &mut got, &mut Vec::new())
+                    .unwrap();
                 assert_eq!(got, want, "{top},{left} {gh}x{gw} flips {hflip} {vflip}");
             }
         }
