@@ -81,8 +81,8 @@ def _pipeline(dataset, transform, output, exact_decode):
         p = dict(dataset)
     else:
         raise TypeError(
-            "dataset must be an adapt.datasets object (CIFAR10, CelebA, DigiFace1M, "
-            f"ImageFolder, Pack, Concat) or a pipeline description, not {type(dataset).__name__}"
+            f"dataset must be an adapt.datasets object ({', '.join(datasets.__all__)}) or a "
+            f"pipeline description, not {type(dataset).__name__}"
         )
     if transform is not None:
         p["transforms"] = _parse_transform(transform)

@@ -57,4 +57,4 @@ pub use webdataset::{
     shard_list, split_name,
 };
 mod registry;
-pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open};
+pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open, or_list};

@@ -52,22 +52,33 @@ impl DatasetKind {
         }
     }
 
-    /// The mean and standard deviation usually used with this dataset:
-    /// CIFAR-10's own statistics, 0.5 for the face sets (as the seed's
-    /// training code), ImageNet's for a generic folder.
-    pub fn default_normalize(self) -> Normalize {
-        let (mean, std) = match self {
-            DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
+    /// The mean and standard deviation usually used with this dataset
+    /// (what its default pipeline normalises with): CIFAR-10's own
+    /// statistics, 0.5 for the face sets (as the face-recognition source's
+    /// training code), ImageNet's for a generic folder, shards or files.
+    pub fn statistics(self) -> ([f32; 3], [f32; 3]) {
+        let preset = |name| Normalize::preset_values(name).unwrap_or(([0.5; 3], [0.5; 3]));
+        match self {
+            DatasetKind::Cifar10 => preset("cifar10"),
             DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
             DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
-                ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+                preset("imagenet")
             }
-        };
-        match Normalize::new(&mean, &std) {
-            Ok(n) => n,
-            // The constants above are valid; this arm is never taken.
-            Err(_) => Normalize::unit(3),
         }
+    }
+
+    /// Every kind's name, as an error lists them: "a, b, … or z".
+    pub fn listed() -> String {
+        or_list(&DatasetKind::ALL.map(DatasetKind::name))
+    }
+}
+
+/// `names` as a sentence lists them: "a, b or c".
+pub fn or_list(names: &[&str]) -> String {
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
 }
 
@@ -79,10 +90,7 @@ impl fmt::Display for DatasetKind {
 
 /// An unknown format name.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "unknown dataset {0:?}; expected one of cifar10, celeba, digiface, imagefolder, webdataset, \
-     parquet"
-)]
+#[error("unknown dataset {0:?}; expected {kinds}", kinds = DatasetKind::listed())]
 pub struct UnknownDataset(pub String);
 
 impl FromStr for DatasetKind {

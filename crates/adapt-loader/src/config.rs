@@ -176,10 +176,9 @@ impl LoaderConfig {
         }
     }
 
-    /// Batches built ahead of the consumer at most: `num_workers ×
-    /// prefetch_factor` (with 0 workers, the one being built).
+    /// Batches built ahead of the consumer at most ([`max_in_flight`]).
     pub fn max_in_flight(&self) -> usize {
-        (self.num_workers * self.effective_prefetch()).max(1)
+        max_in_flight(self.num_workers, self.prefetch_factor)
     }
 
     /// Samples this rank sees per epoch, for a dataset of `len` samples.
@@ -256,4 +255,12 @@ impl LoaderConfig {
         }
         Ok(())
     }
+}
+
+/// Batches built ahead of the consumer at most under these knobs:
+/// `num_workers × prefetch_factor` (PyTorch's default 2 when `None`), and
+/// with 0 workers the one being built — the one rule the loader, the
+/// tuner's memory budget and a pack's frame cache size by.
+pub fn max_in_flight(num_workers: usize, prefetch_factor: Option<usize>) -> usize {
+    (num_workers * prefetch_factor.unwrap_or(2)).max(1)
 }

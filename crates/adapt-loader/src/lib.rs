@@ -59,7 +59,7 @@ mod worker;
 
 pub use batch::Batch;
 pub use collate::{collate_sample, transform_read};
-pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
+pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler, max_in_flight};
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;
 pub use feed::Feed;

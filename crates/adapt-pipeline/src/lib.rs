@@ -32,7 +32,8 @@ mod spec;
 pub use error::PipelineError;
 pub use open::{
     DatasetSpec, OpenedDataset, PARQUET_STREAM_INTERLEAVE, SampleFields, Shards,
-    WEBDATASET_STREAM_INTERLEAVE, dataset_fingerprint, open_dataset, open_parquet, open_webdataset,
+    WEBDATASET_STREAM_INTERLEAVE, dataset_fingerprint, dataset_kinds, open_dataset, open_parquet,
+    open_webdataset,
 };
 pub use parse::parse_transforms;
 pub use spec::{Size, TransformSpec, transforms_text};

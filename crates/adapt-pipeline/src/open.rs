@@ -167,14 +167,16 @@ pub struct OpenedDataset {
 }
 
 fn normalize_of(kind: DatasetKind) -> (Vec<f32>, Vec<f32>) {
-    let (mean, std) = match kind {
-        DatasetKind::Cifar10 => ([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616]),
-        DatasetKind::CelebA | DatasetKind::DigiFace => ([0.5; 3], [0.5; 3]),
-        DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
-            ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
-        }
-    };
+    let (mean, std) = kind.statistics();
     (mean.to_vec(), std.to_vec())
+}
+
+/// The kinds a [`DatasetSpec`] opens: the formats' own, then the
+/// combinations this crate adds (`concat` is given with its parts).
+pub fn dataset_kinds() -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = DatasetKind::ALL.iter().map(|k| k.name()).collect();
+    kinds.extend(["celeba+digiface", "pack"]);
+    kinds
 }
 
 impl OpenedDataset {
@@ -220,7 +222,7 @@ impl OpenedDataset {
             (Some(buffer), Some(pack), _) => {
                 // Every frame the buffer and the batches in flight touch stays
                 // decompressed, so each frame is read once per epoch.
-                let in_flight = num_workers * prefetch_factor.unwrap_or(2) + 1;
+                let in_flight = adapt_loader::max_in_flight(num_workers, prefetch_factor) + 1;
                 let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
                 pack.set_cache_frames(pack.frames_for(samples));
                 let order = ShardStream::new(pack, seed, buffer).with_rank(rank, world);

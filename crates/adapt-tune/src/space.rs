@@ -51,7 +51,7 @@ impl Knobs {
     /// Batches in memory at once: `num_workers × prefetch_factor` in flight
     /// plus the consumer's one.
     pub fn batches_in_memory(&self) -> u64 {
-        (self.num_workers as u64 * self.prefetch_factor as u64).max(1) + 1
+        adapt_loader::max_in_flight(self.num_workers, Some(self.prefetch_factor)) as u64 + 1
     }
 }
 
