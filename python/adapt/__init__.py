@@ -280,11 +280,15 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.worker_method = "thread"
         self._pipeline_json = _pipeline(dataset, transform, output, exact_decode)
-        raw = _RawLoader(self._pipeline_json, batch_size, self.shuffle, num_workers, prefetch_factor,
-                         pin_memory, persistent_workers, drop_last, seed, rank, world,
-                         float(timeout) if timeout else None, stream, bool(autotune),
-                         os.fspath(autotune_profile) if autotune_profile else None,
-                         interleave=interleave, stage_timing=self.stage_timing)
+        options = dict(batch_size=batch_size, shuffle=self.shuffle, num_workers=num_workers,
+                       prefetch_factor=prefetch_factor, pin_memory=bool(pin_memory),
+                       persistent_workers=bool(persistent_workers), drop_last=bool(drop_last),
+                       seed=seed, rank=rank, world_size=world,
+                       timeout=float(timeout) if timeout else None, stream=stream,
+                       autotune=bool(autotune),
+                       autotune_profile=os.fspath(autotune_profile) if autotune_profile else None,
+                       interleave=interleave, stage_timing=self.stage_timing)
+        raw = _RawLoader(self._pipeline_json, json.dumps(options))
         info = raw.info()
         self.output = info["output"]
         self.sample_shape = tuple(info["sample_shape"])

@@ -255,36 +255,42 @@ fn detached<T: Send>(
     (out, raised)
 }
 
-#[pymethods]
-impl RawLoader {
-    /// A loader over the pipeline `pipeline_json` (adapt::Pipeline as
-    /// JSON) with PyTorch's knobs. Every impossible value is refused here,
-    /// as PyTorch refuses it.
-    #[new]
-    #[pyo3(signature = (pipeline_json, batch_size, shuffle, num_workers, prefetch_factor, pin_memory, persistent_workers, drop_last, seed, rank, world_size, timeout, stream=None, autotune=false, autotune_profile=None, interleave=None, stage_timing=true))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        pipeline_json: &str,
-        batch_size: usize,
-        shuffle: bool,
-        num_workers: usize,
-        prefetch_factor: Option<usize>,
-        pin_memory: bool,
-        persistent_workers: bool,
-        drop_last: bool,
-        seed: u64,
-        rank: Option<usize>,
-        world_size: Option<usize>,
-        timeout: Option<f64>,
-        stream: Option<usize>,
-        autotune: bool,
-        autotune_profile: Option<std::path::PathBuf>,
-        interleave: Option<usize>,
-        stage_timing: bool,
-    ) -> PyResult<Self> {
-        let pipeline = pipeline(pipeline_json)?;
-        let timeout = match timeout {
+/// The loader's options as `adapt.DataLoader` passes them: one object,
+/// by name (an unknown or mistyped name is refused naming it).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoaderOptions {
+    batch_size: usize,
+    shuffle: bool,
+    num_workers: usize,
+    prefetch_factor: Option<usize>,
+    pin_memory: bool,
+    persistent_workers: bool,
+    drop_last: bool,
+    seed: u64,
+    rank: Option<usize>,
+    world_size: Option<usize>,
+    timeout: Option<f64>,
+    #[serde(default)]
+    stream: Option<usize>,
+    #[serde(default)]
+    autotune: bool,
+    #[serde(default)]
+    autotune_profile: Option<std::path::PathBuf>,
+    #[serde(default)]
+    interleave: Option<usize>,
+    #[serde(default = "yes")]
+    stage_timing: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl LoaderOptions {
+    /// The front's options, the timeout and the rank checked.
+    fn run_options(self) -> PyResult<RunOptions> {
+        let timeout = match self.timeout {
             Some(t) if !(t.is_finite() && t > 0.0) => {
                 return Err(ConfigError::new_err(format!(
                     "timeout {t} must be a positive number of seconds"
@@ -292,31 +298,46 @@ impl RawLoader {
             }
             t => t.map(Duration::from_secs_f64),
         };
-        let distributed = match (rank, world_size) {
+        let distributed = match (self.rank, self.world_size) {
             (Some(rank), Some(world_size)) => Some(Distributed { rank, world_size }),
             (None, None) => None,
             _ => return Err(ConfigError::new_err("rank and world_size go together")),
         };
-        let options = RunOptions {
-            batch_size,
-            shuffle,
-            num_workers,
-            prefetch_factor,
-            pin_memory,
-            persistent_workers,
-            drop_last,
-            seed,
+        Ok(RunOptions {
+            batch_size: self.batch_size,
+            shuffle: self.shuffle,
+            num_workers: self.num_workers,
+            prefetch_factor: self.prefetch_factor,
+            pin_memory: self.pin_memory,
+            persistent_workers: self.persistent_workers,
+            drop_last: self.drop_last,
+            seed: self.seed,
             distributed,
             timeout,
-            stream,
-            interleave,
-            autotune: autotune.then(|| adapt::Autotune {
-                profile: autotune_profile,
+            stream: self.stream,
+            interleave: self.interleave,
+            autotune: self.autotune.then(|| adapt::Autotune {
+                profile: self.autotune_profile,
                 ..adapt::Autotune::default()
             }),
-            stage_timing: stage_timing && RunOptions::default().stage_timing,
+            stage_timing: self.stage_timing && RunOptions::default().stage_timing,
             ..RunOptions::default()
-        };
+        })
+    }
+}
+
+#[pymethods]
+impl RawLoader {
+    /// A loader over the pipeline `pipeline_json` (adapt::Pipeline as
+    /// JSON) with the loader options `options_json` ([`LoaderOptions`] as
+    /// JSON: PyTorch's knob names). Every impossible value is refused here,
+    /// as PyTorch refuses it.
+    #[new]
+    fn new(py: Python<'_>, pipeline_json: &str, options_json: &str) -> PyResult<Self> {
+        let pipeline = pipeline(pipeline_json)?;
+        let options = serde_json::from_str::<LoaderOptions>(options_json)
+            .map_err(|e| ConfigError::new_err(format!("loader options: {e}")))?
+            .run_options()?;
         let run = py
             .detach(|| Run::open(&pipeline, &options))
             .map_err(py_error)?;

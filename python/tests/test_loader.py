@@ -422,3 +422,13 @@ def test_tune_writes_the_report_page_with_the_stages_of_default_and_pick(jpegs, 
     run = adapt.tune.last_report["runs"][0]
     assert f"{run['adapt']['seconds']:.3f}" in html and "Batch size 8" in html
     assert html.count('class="verdict"') == 2 and ">decode</span>" in html
+
+
+def test_the_loader_options_cross_into_rust_by_name(cifar):
+    from adapt._adapt import RawLoader
+
+    loader = adapt.DataLoader(adapt.datasets.CIFAR10(cifar), batch_size=100)
+    with pytest.raises(adapt.ConfigError, match="unknown field `bogus`"):
+        RawLoader(loader._pipeline_json, '{"batch_size": 1, "bogus": 1}')
+    with pytest.raises(adapt.ConfigError, match="missing field `shuffle`"):
+        RawLoader(loader._pipeline_json, '{"batch_size": 1}')
