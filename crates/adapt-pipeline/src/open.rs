@@ -197,26 +197,25 @@ impl OpenedDataset {
         Normalize::new(&self.normalize.0, &self.normalize.1).ok()
     }
 
-    /// Prepares sharded data for a loader with this configuration:
-    /// shard-by-shard streaming (`stream` = shuffle buffer in samples) as
-    /// the sampler, this rank's share when `rank` = (rank, world size) is
-    /// given, and for a pack a frame cache sized so each frame is
-    /// decompressed once per epoch. `None` for random access. Data without
-    /// shards (loose files) refuses `stream`. `interleave` = (shards read
-    /// at once, for WebDataset and Parquet streams; `None`: the format's
-    /// default) is refused without `stream` and for packs.
-    #[allow(clippy::too_many_arguments)]
+    /// Prepares sharded data for a loader of `config` (its seed, ranks,
+    /// batch size and knobs): shard-by-shard streaming (`stream` = shuffle
+    /// buffer in samples) as the sampler, this rank's share, and for a pack
+    /// a frame cache sized so each frame is decompressed once per epoch.
+    /// `None` for random access. Data without shards (loose files) refuses
+    /// `stream`. `interleave` = (shards read at once, for WebDataset and
+    /// Parquet streams; `None`: the format's default) is refused without
+    /// `stream` and for packs.
     pub fn stream_sampler(
         &self,
         stream: Option<usize>,
         interleave: Option<usize>,
-        seed: u64,
-        rank: Option<(usize, usize)>,
-        knobs: (usize, Option<usize>),
-        batch_size: usize,
+        config: &adapt_loader::LoaderConfig,
     ) -> Result<Option<Arc<dyn adapt_loader::Sampler>>, PipelineError> {
-        let (num_workers, prefetch_factor) = knobs;
-        let (rank, world) = rank.unwrap_or((0, 1));
+        let (num_workers, prefetch_factor) = (config.num_workers, config.prefetch_factor);
+        let (seed, batch_size) = (config.seed, config.batch_size);
+        let (rank, world) = config
+            .distributed
+            .map_or((0, 1), |d| (d.rank, d.world_size));
         check_interleave(stream, interleave, self.pack.is_some())?;
         match (stream, &self.pack, &self.shards) {
             (Some(buffer), Some(pack), _) => {

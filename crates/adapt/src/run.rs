@@ -344,16 +344,7 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
             "timeout must be a positive number of seconds".into(),
         ));
     }
-    let sampler = built.opened.stream_sampler(
-        o.stream,
-        o.interleave,
-        o.seed,
-        o.distributed.map(|d| (d.rank, d.world_size)),
-        (o.num_workers, o.prefetch_factor),
-        o.batch_size,
-    )?;
-    Ok(built.loader_config(LoaderConfig {
-        sampler,
+    let mut config = built.loader_config(LoaderConfig {
         batch_size: o.batch_size,
         shuffle: o.shuffle,
         drop_last: o.drop_last,
@@ -366,7 +357,11 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
         timeout: o.timeout,
         stage_timing: o.stage_timing,
         ..LoaderConfig::default()
-    }))
+    });
+    config.sampler = built
+        .opened
+        .stream_sampler(o.stream, o.interleave, &config)?;
+    Ok(config)
 }
 
 /// The feed, fixed or self-tuning (from the profile's knobs when it has

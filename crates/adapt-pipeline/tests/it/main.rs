@@ -455,21 +455,17 @@ fn a_streaming_epoch_resumes_exactly() {
         .build()
         .unwrap();
     let loader = |workers: usize| {
-        let sampler = built
+        let mut config = built.loader_config(LoaderConfig {
+            batch_size: 7,
+            seed: 3,
+            num_workers: workers,
+            ..LoaderConfig::default()
+        });
+        config.sampler = built
             .opened
-            .stream_sampler(Some(20), None, 3, None, (workers, None), 7)
+            .stream_sampler(Some(20), None, &config)
             .unwrap();
-        Loader::new(
-            built.dataset(),
-            built.loader_config(LoaderConfig {
-                batch_size: 7,
-                seed: 3,
-                sampler,
-                num_workers: workers,
-                ..LoaderConfig::default()
-            }),
-        )
-        .unwrap()
+        Loader::new(built.dataset(), config).unwrap()
     };
     let bytes = |b: adapt_loader::Batch| (b.bytes().to_vec(), b.indices().to_vec());
     let all: Vec<_> = loader(2)
