@@ -190,9 +190,12 @@ class PythonLoader:
         self.steps_text, self.output = steps, output
         self.reseed_globals = _workers.reseed_mode(reseed_globals)
         self._steps_args = None
-        self._plan = None if (self.iterable or sampler is not None or batch_sampler is not None) else IndexPlan(
-            len(dataset), batch_size or 1, self.shuffle, drop_last, seed, rank, world_size,
-            f"python|{type(dataset).__module__}.{type(dataset).__qualname__}|{len(dataset)}")
+        self._plan = None
+        if not (self.iterable or sampler is not None or batch_sampler is not None):
+            identity = f"python|{type(dataset).__module__}.{type(dataset).__qualname__}|{len(dataset)}"
+            self._plan = IndexPlan(len(dataset), json.dumps(dict(
+                batch_size=batch_size or 1, shuffle=self.shuffle, drop_last=bool(drop_last),
+                seed=seed, rank=rank, world_size=world_size, identity=identity)))
         self._pool = None
         self._slots = None
         self._layout = None

@@ -12,32 +12,43 @@ use pyo3::prelude::*;
 #[pyclass(frozen, module = "adapt._adapt")]
 pub(crate) struct IndexPlan(Plan);
 
+/// What an `IndexPlan` is built from, by name (an unknown or missing name
+/// is refused naming it).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanOptions {
+    batch_size: usize,
+    shuffle: bool,
+    drop_last: bool,
+    seed: u64,
+    #[serde(default)]
+    rank: Option<usize>,
+    #[serde(default)]
+    world_size: Option<usize>,
+    #[serde(default)]
+    identity: String,
+}
+
 #[pymethods]
 impl IndexPlan {
+    /// The plan of `len` samples with `options_json` (`PlanOptions` as
+    /// JSON: batch_size, shuffle, drop_last, seed, rank, world_size,
+    /// identity).
     #[new]
-    #[pyo3(signature = (len, batch_size, shuffle, drop_last, seed, rank=None, world_size=None, identity=String::new()))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        len: usize,
-        batch_size: usize,
-        shuffle: bool,
-        drop_last: bool,
-        seed: u64,
-        rank: Option<usize>,
-        world_size: Option<usize>,
-        identity: String,
-    ) -> PyResult<Self> {
-        let distributed = match (rank, world_size) {
+    fn new(len: usize, options_json: &str) -> PyResult<Self> {
+        let o: PlanOptions = serde_json::from_str(options_json)
+            .map_err(|e| crate::ConfigError::new_err(format!("plan options: {e}")))?;
+        let distributed = match (o.rank, o.world_size) {
             (Some(rank), Some(world_size)) => Some(Distributed { rank, world_size }),
             _ => None,
         };
         let config = LoaderConfig {
-            batch_size,
-            shuffle,
-            drop_last,
-            seed,
+            batch_size: o.batch_size,
+            shuffle: o.shuffle,
+            drop_last: o.drop_last,
+            seed: o.seed,
             distributed,
-            identity,
+            identity: o.identity,
             ..LoaderConfig::default()
         };
         Plan::new(config, len)
