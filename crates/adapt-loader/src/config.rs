@@ -137,7 +137,8 @@ pub struct LoaderConfig {
     pub identity: String,
     /// Record where each epoch's time goes ([`crate::StageStats`]): each
     /// batch's build timed, one sample in 8 stage by stage, and the
-    /// consumer's waits. On by default (it costs under 1% of an epoch).
+    /// consumer's waits. On by default: its cost was within the noise, at most
+    /// 1.4% of an epoch's samples/s (docs/benchmarks.md, issue 44).
     pub stage_timing: bool,
 }
 

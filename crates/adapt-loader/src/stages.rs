@@ -171,23 +171,4 @@ impl StageStats {
     pub fn busy_seconds(&self) -> f64 {
         self.workers.iter().map(|w| w.busy_seconds).sum()
     }
-
-    /// The workers' busy share of the time they had (workers × epoch).
-    pub fn busy_share(&self) -> f64 {
-        let had = self.seconds * self.workers.len() as f64;
-        if had > 0.0 {
-            (self.busy_seconds() / had).min(1.0)
-        } else {
-            0.0
-        }
-    }
-
-    /// The consumer's waiting share of the epoch.
-    pub fn wait_share(&self) -> f64 {
-        if self.seconds > 0.0 {
-            (self.wait_seconds / self.seconds).min(1.0)
-        } else {
-            0.0
-        }
-    }
 }

@@ -3,7 +3,7 @@
 //! consumer's wait, and a one-line verdict naming the bottleneck — what
 //! `load --stages`, `DataLoader.stats()` and the tuning report show.
 
-use adapt_dataset::stage::{MAX_STEPS, SLOTS, Stage};
+use adapt_dataset::stage::{MAX_STEPS, Stage};
 use adapt_loader::StageStats;
 
 /// Below this share of the epoch spent waiting, loading keeps up.
@@ -133,7 +133,7 @@ fn named(stats: &StageStats, steps: &[String]) -> Vec<(String, f64)> {
         };
         out.push((name, stats.stage(Stage::Step(k))));
     }
-    out.push(("collate".to_owned(), stats.stage_seconds[SLOTS - 1]));
+    out.push(("collate".to_owned(), stats.stage(Stage::Collate)));
     out
 }
 
@@ -178,6 +178,7 @@ fn verdict(r: &StageReport, cores: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use adapt_dataset::stage::SLOTS;
     use adapt_loader::WorkerStats;
 
     fn stats(workers: usize, busy: f64, wait: f64, decode: f64) -> StageStats {

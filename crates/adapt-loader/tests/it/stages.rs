@@ -44,7 +44,7 @@ fn an_epochs_stages_add_up_on_any_worker_count() {
             s.seconds >= s.busy_seconds() / workers.max(1) as f64 * 0.99,
             "{s:?}"
         );
-        assert!(s.wait_seconds <= s.seconds && s.wait_share() <= 1.0);
+        assert!(s.wait_seconds <= s.seconds);
         if workers == 0 {
             // Without workers the consumer builds every batch: its wait.
             assert!(s.wait_seconds >= 0.096, "{s:?}");
