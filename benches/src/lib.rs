@@ -37,7 +37,7 @@ pub fn celeba(count: usize) -> PathBuf {
         // `gen`'s sizing rule (one identity per 20 images), from the front.
         let request = adapt::generate::Request {
             count: Some(count),
-            ..adapt::generate::Request::new(adapt::DatasetKind::CelebA, 0)
+            ..adapt::generate::Request::new(&adapt::CelebAFormat, 0)
         };
         adapt::generate(&request, &dir, &|_| {})
             .unwrap_or_else(|e| panic!("generating {}: {e}", dir.display()));

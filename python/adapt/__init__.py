@@ -267,10 +267,6 @@ class DataLoader:
                 raise ConfigValueError("interleave= is the shards an adapt.datasets.WebDataset or "
                                        "Parquet stream reads at once; a Python dataset orders "
                                        "its own samples (give it a sampler=)")
-            if transform is None and getattr(dataset, "_python_backed", False):
-                # torchvision's CIFAR pickles: the dataset's usual
-                # normalisation, by the same rule as adapt's own datasets.
-                transform = dataset.default_transform
             self._init_python(dataset, shuffle, transform, output, stream, autotune, worker_method,
                               worker_init_fn, multiprocessing_context, in_order, reseed_globals)
             return

@@ -9,15 +9,16 @@ as the reader yields it, after the format's fixed steps), `.classes`,
 refused with where to put the files.
 
 torchvision's CIFAR-10 and CIFAR-100 downloads (`cifar-10-batches-py`,
-`cifar-100-python`: pickles) are read as they are, in Python (with pickle,
-as torchvision reads them: only open files you trust), and batched with
-the same Rust steps and draws as the binary layout.
+`cifar-100-python`: pickles) are read as they are, in Rust, by a reader
+that accepts only the layout's own values (dicts, lists of ints, texts, a
+uint8 array) and runs nothing: a crafted batch file is refused naming the
+file and what it holds, where `pickle.load` (torchvision's reader) would
+run its code.
 """
 
 import glob
 import json
 import os
-import pickle
 
 import numpy as np
 
@@ -34,7 +35,6 @@ def _refuse_download(download, what, layout):
 
 class _Spec:
     kind = ""
-    _python_backed = False
     #: Whether each sample carries a text (a caption member or column).
     has_text = False
 
@@ -105,81 +105,16 @@ class _Spec:
         return f"{type(self).__name__}({self.root!r})"
 
 
-def _pickle_folder(root, name, first):
-    """The folder of a torchvision pickle download under (or at) `root`."""
-    for d in (os.path.join(root, name), root):
-        if os.path.isfile(os.path.join(d, first)):
-            return d
-    return None
-
-
-def _load_pickle(path):
-    with open(path, "rb") as f:
-        return pickle.load(f, encoding="latin1")
-
-
-class _Pickled:
-    """CIFAR held in memory from torchvision's pickles: a Python map-style
-    dataset of (HWC u8 image, label), which adapt.DataLoader batches with
-    the Rust steps (`transform=None`: the dataset's usual normalisation, as
-    for the binary layout)."""
-
-    _python_backed = True
-
-    def _load(self, folder, files, label_key, meta, names_key):
-        data, labels = [], []
-        for f in files:
-            d = _load_pickle(os.path.join(folder, f))
-            data.append(np.asarray(d["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
-            labels += list(d[label_key])
-        self._images = np.ascontiguousarray(np.concatenate(data).transpose(0, 2, 3, 1))
-        self._labels = [int(x) for x in labels]
-        self._classes = list(_load_pickle(os.path.join(folder, meta))[names_key])
-
-    def __len__(self):
-        return len(self._labels)
-
-    def __getitem__(self, index):
-        return self._images[index], self._labels[index]
-
-    @property
-    def classes(self):
-        return self._classes
-
-    @property
-    def class_to_idx(self):
-        return {c: i for i, c in enumerate(self._classes)}
-
-    @property
-    def targets(self):
-        return list(self._labels)
-
-    @property
-    def data(self):
-        """The images, (N, 32, 32, 3) u8, as torchvision's `.data`."""
-        return self._images
-
-
 class CIFAR10(_Spec):
-    """CIFAR-10: the binary layout (`data_batch_1.bin` … `test_batch.bin`,
-    read in Rust) or torchvision's download (`cifar-10-batches-py/`,
-    pickles), found under `root` or at it."""
+    """CIFAR-10: the binary layout (`data_batch_1.bin` … `test_batch.bin`)
+    or torchvision's download (`cifar-10-batches-py/`, pickles read without
+    running them), found under `root` or at it."""
 
     kind = "cifar10"
 
-    def __new__(cls, root=None, train=True, download=False, **kw):
-        if root is None:  # unpickling
-            return super().__new__(cls)
+    def __init__(self, root, train=True, download=False, **kw):
         _refuse_download(download, "CIFAR-10", "cifar-10-batches-py/ (torchvision's layout) or "
                          "data_batch_1.bin … test_batch.bin (the binary version)")
-        folder = None
-        if not os.path.isfile(os.path.join(os.fspath(root), "data_batch_1.bin")):
-            folder = _pickle_folder(os.fspath(root), "cifar-10-batches-py", "data_batch_1")
-        if folder is not None and cls is CIFAR10:
-            return _PickledCIFAR10(folder, train, **kw)
-        return super().__new__(cls)
-
-    def __init__(self, root, train=True, download=False, **kw):
         super().__init__(root, **kw)
         self.train = train
 
@@ -188,38 +123,21 @@ class CIFAR10(_Spec):
         s["test_split"] = not self.train
         return s
 
-
-class _PickledCIFAR10(_Pickled):
-    default_transform = "normalize(cifar10)"
-
-    def __init__(self, folder, train=True, resize=None):
-        if resize is not None:
-            raise ValueError("resize= with torchvision's CIFAR-10 pickles: give the size in transform=")
-        self.root, self.train = folder, train
-        files = [f"data_batch_{k}" for k in range(1, 6)] if train else ["test_batch"]
-        self._load(folder, files, "labels", "batches.meta", "label_names")
-
     def __repr__(self):
-        return f"CIFAR10({self.root!r}, train={self.train})"
+        return f"{type(self).__name__}({self.root!r}, train={self.train})"
 
 
-class CIFAR100(_Pickled):
+class CIFAR100(CIFAR10):
     """CIFAR-100 as torchvision downloads it (`cifar-100-python/`: `train`,
-    `test`, `meta`), fine labels (100 classes)."""
+    `test`, `meta`), fine labels (100 classes), read without running its
+    pickles."""
 
-    default_transform = "normalize(mean=(0.5071,0.4865,0.4409),std=(0.2673,0.2564,0.2762))"
+    kind = "cifar100"
 
-    def __init__(self, root, train=True, download=False):
+    def __init__(self, root, train=True, download=False, **kw):
         _refuse_download(download, "CIFAR-100", "cifar-100-python/ (torchvision's layout)")
-        folder = _pickle_folder(os.fspath(root), "cifar-100-python", "train")
-        if folder is None:
-            raise FileNotFoundError(f"{os.fspath(root)}: no cifar-100-python/train (torchvision's "
-                                    "CIFAR-100 layout)")
-        self.root, self.train = folder, train
-        self._load(folder, ["train" if train else "test"], "fine_labels", "meta", "fine_label_names")
-
-    def __repr__(self):
-        return f"CIFAR100({self.root!r}, train={self.train})"
+        _Spec.__init__(self, root, **kw)
+        self.train = train
 
 
 class CelebA(_Spec):

@@ -397,9 +397,9 @@ def test_adapts_datasets_are_datasets(cifar, jpegs):
         adapt.datasets.CIFAR10(cifar, download=True)
 
 
-def write_torchvision_cifar(src, dst):
+def write_torchvision_cifar(src, dst, protocol=2):
     """torchvision's cifar-10-batches-py layout (pickled dicts) from the
-    binary fixture."""
+    binary fixture, by pickle and numpy themselves."""
     import pickle
 
     dst.mkdir()
@@ -408,13 +408,99 @@ def write_torchvision_cifar(src, dst):
         with open(dst / f"data_batch_{k}", "wb") as f:
             pickle.dump({"batch_label": f"training batch {k} of 5", "labels": rec[:, 0].tolist(),
                          "data": rec[:, 1:].copy(), "filenames": [f"{i}.png" for i in range(len(rec))]},
-                        f, protocol=2)
+                        f, protocol=protocol)
     rec = np.fromfile(src / "test_batch.bin", dtype=np.uint8).reshape(-1, 3073)
     with open(dst / "test_batch", "wb") as f:
-        pickle.dump({"labels": rec[:, 0].tolist(), "data": rec[:, 1:].copy()}, f, protocol=2)
+        pickle.dump({"labels": rec[:, 0].tolist(), "data": rec[:, 1:].copy()}, f, protocol=protocol)
     names = (src / "batches.meta.txt").read_text().split()
     with open(dst / "batches.meta", "wb") as f:
-        pickle.dump({"label_names": names, "num_cases_per_batch": 10000}, f, protocol=2)
+        pickle.dump({"label_names": names, "num_cases_per_batch": 10000}, f, protocol=protocol)
+
+
+class _Payload:
+    """What a crafted batch file holds: unpickling calls os.system."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_torchvisions_cifar_pickles_are_read_at_any_protocol_in_rust(cifar, tmp_path, protocol):
+    write_torchvision_cifar(cifar, tmp_path / "cifar-10-batches-py", protocol)
+    ds, binary = adapt.datasets.CIFAR10(tmp_path), adapt.datasets.CIFAR10(cifar)
+    assert len(ds) == len(binary) and ds.classes == binary.classes and ds.targets == binary.targets
+    assert all((ds[i][0] == binary[i][0]).all() for i in (0, 7, len(ds) - 1))
+
+
+def test_a_crafted_cifar_pickle_is_refused_and_runs_nothing(cifar, tmp_path):
+    import pickle
+
+    write_torchvision_cifar(cifar, tmp_path / "cifar-10-batches-py")
+    marker = tmp_path / "ran"
+    crafted = {"labels": [0], "data": _Payload(marker)}
+    (tmp_path / "cifar-10-batches-py" / "data_batch_3").write_bytes(pickle.dumps(crafted, protocol=2))
+    with pytest.raises(Exception, match=r"data_batch_3.*global posix\.system"):
+        len(adapt.datasets.CIFAR10(tmp_path))
+    with pytest.raises(Exception, match="data_batch_3"):
+        adapt.DataLoader(adapt.datasets.CIFAR10(tmp_path), batch_size=8)
+    assert not marker.exists(), "the crafted pickle's code ran"
+    # pickle.load, torchvision's reader, runs it (what the test guards against).
+    pickle.loads((tmp_path / "cifar-10-batches-py" / "data_batch_3").read_bytes())
+    assert marker.exists()
+
+
+def test_cifar100_reads_as_pickle_and_numpy_wrote_it(tmp_path):
+    import pickle
+
+    rng = np.random.default_rng(3)
+    root = tmp_path / "cifar-100-python"
+    root.mkdir()
+    data = {}
+    for split, n in (("train", 40), ("test", 8)):
+        data[split] = (rng.integers(0, 256, (n, 3072), dtype=np.uint8), rng.integers(0, 100, n).tolist())
+        with open(root / split, "wb") as f:
+            pickle.dump({"filenames": [f"{i}.png" for i in range(n)], "batch_label": split,
+                         "fine_labels": data[split][1], "coarse_labels": [0] * n,
+                         "data": data[split][0]}, f, protocol=2)
+    names = [f"c{i}" for i in range(100)]
+    with open(root / "meta", "wb") as f:
+        pickle.dump({"fine_label_names": names, "coarse_label_names": ["x"] * 20}, f, protocol=2)
+    for split, train in (("train", True), ("test", False)):
+        ds = adapt.datasets.CIFAR100(tmp_path, train=train)
+        images, labels = data[split]
+        assert len(ds) == len(labels) and ds.targets == labels and ds.classes == names
+        hwc = images.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        assert all((ds[i][0] == hwc[i]).all() and ds[i][1] == labels[i] for i in range(len(ds)))
+    batch = next(iter(adapt.DataLoader(adapt.datasets.CIFAR100(tmp_path), batch_size=40)))
+    mean = np.array([0.5071, 0.4865, 0.4409], dtype=np.float32).reshape(3, 1, 1)
+    std = np.array([0.2673, 0.2564, 0.2762], dtype=np.float32).reshape(3, 1, 1)
+    expected = (data["train"][0].reshape(-1, 3, 32, 32) / np.float32(255) - mean) / std
+    assert np.allclose(batch[0], expected, atol=1e-5)
+
+
+def test_no_code_reads_data_by_running_it():
+    """The package never unpickles, evals or loads YAML or torch files
+    unsafely: a tidy check over its source."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(adapt.__file__).parent
+    banned = {("pickle", "load"), ("pickle", "loads"), ("yaml", "load"), ("marshal", "loads")}
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = (getattr(f.value, "id", None), f.attr) if isinstance(f, ast.Attribute) else (None, getattr(f, "id", None))
+            keywords = {k.arg for k in node.keywords}
+            if name in banned or name[1] in ("eval", "exec") and name[0] is None or (
+                    name == ("torch", "load") and "weights_only" not in keywords):
+                found.append(f"{path.name}:{node.lineno} {name[0]}.{name[1]}")
+    assert not found, f"calls that can run code from data: {found}"
 
 
 def test_torchvisions_cifar10_download_is_read_as_it_is(cifar, tmp_path):

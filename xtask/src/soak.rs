@@ -10,7 +10,7 @@
 
 use adapt::engines::remote::testing::{Fault, S3Server};
 use adapt::generate::Request;
-use adapt::{DatasetKind, DatasetSpec, PackOptions, Pipeline, RemoteOptions, Run, RunOptions};
+use adapt::{DatasetSpec, PackOptions, Pipeline, RemoteOptions, Run, RunOptions};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -229,12 +229,12 @@ impl Soak {
         if !folder.join("data_batch_1.bin").exists() {
             let request = Request {
                 count: Some(640),
-                ..Request::new(DatasetKind::Cifar10, 7)
+                ..Request::new(&adapt::Cifar10Format, 7)
             };
             adapt::generate(&request, &folder, &|_| {})?;
         }
         let server = S3Server::start(&dir.join("s3"), "soak")?;
-        let source = adapt::pack::Source::open(&DatasetSpec::new("cifar10", &folder))?;
+        let source = adapt::pack::Source::open(&DatasetSpec::new(&adapt::Cifar10Format, &folder))?;
         let options = PackOptions {
             shard_size: 128,
             frame_bytes: 64 << 10,
@@ -322,9 +322,9 @@ impl Soak {
 
     fn pipeline(&self, index: usize, source: Source) -> anyhow::Result<Pipeline> {
         let spec = match source {
-            Source::Folder => DatasetSpec::new("cifar10", self.dir.join("cifar10")),
-            Source::Pack { .. } => DatasetSpec::new("pack", self.dir.join("pack")),
-            Source::Remote { .. } => DatasetSpec::new("pack", URL),
+            Source::Folder => DatasetSpec::new(&adapt::Cifar10Format, self.dir.join("cifar10")),
+            Source::Pack { .. } => DatasetSpec::new(&adapt::PackFormat, self.dir.join("pack")),
+            Source::Remote { .. } => DatasetSpec::new(&adapt::PackFormat, URL),
         };
         let (steps, output) = PIPELINES[index];
         Ok(Pipeline::new(spec)

@@ -54,10 +54,12 @@ impl Split {
     }
 }
 
-struct BatchFile {
-    path: PathBuf,
-    /// The file's bytes, read at open.
-    map: Vec<u8>,
+/// One batch file's records (label byte, 3072 planar bytes) in memory.
+pub(crate) struct BatchFile {
+    pub(crate) path: PathBuf,
+    /// The file's bytes, read at open (for torchvision's pickles, their
+    /// records in the binary layout).
+    pub(crate) map: Vec<u8>,
 }
 
 /// The CIFAR-10 binary dataset, one split. Samples are in file order, then
@@ -71,9 +73,16 @@ pub struct Cifar10 {
 
 impl Cifar10 {
     /// Opens `dir` (the folder holding the `.bin` files; a folder that holds
-    /// `cifar-10-batches-bin/` is accepted too). Checks every file's size and
-    /// every label byte.
+    /// `cifar-10-batches-bin/` is accepted too; or torchvision's download,
+    /// `cifar-10-batches-py/` under or at `dir`, read without running its
+    /// pickles). Checks every file's size and every label byte.
     pub fn open(dir: &Path, split: Split) -> Result<Self, FormatError> {
+        let binary = |d: &Path| d.join(&split.file_names()[0]).exists();
+        let py = crate::cifar_pickles::CIFAR10_PY.find(dir);
+        if let Some(py) = py.filter(|_| !binary(dir) && !binary(&dir.join("cifar-10-batches-bin")))
+        {
+            return Self::from_pickles(&crate::cifar_pickles::CIFAR10_PY, &py, split);
+        }
         let nested = dir.join("cifar-10-batches-bin");
         let dir = if !dir.join(&split.file_names()[0]).exists() && nested.is_dir() {
             &nested
@@ -138,6 +147,26 @@ impl Cifar10 {
             files.push(BatchFile { path, map });
         }
         let classes = read_meta(&dir.join(META))?;
+        Ok(Self {
+            files,
+            ends,
+            classes,
+        })
+    }
+
+    /// A torchvision download's split, read through the safe unpickler.
+    fn from_pickles(
+        layout: &crate::cifar_pickles::PickleLayout,
+        dir: &Path,
+        split: Split,
+    ) -> Result<Self, FormatError> {
+        let (files, classes) = layout.read(dir, split == Split::Test)?;
+        let mut ends = Vec::with_capacity(files.len());
+        let mut total = 0;
+        for f in &files {
+            total += f.map.len() / RECORD_BYTES;
+            ends.push(total);
+        }
         Ok(Self {
             files,
             ends,
@@ -233,7 +262,55 @@ impl Dataset for Cifar10 {
         Some(SHAPE)
     }
     fn num_classes(&self) -> Option<usize> {
-        Some(10)
+        Some(self.classes.len())
+    }
+}
+
+/// CIFAR-100 as torchvision downloads it (`cifar-100-python/`: `train`,
+/// `test`, `meta`), fine labels (100 classes), read without running its
+/// pickles; samples planar (CHW) as stored.
+pub struct Cifar100(Cifar10);
+
+impl Cifar100 {
+    /// Opens `cifar-100-python/` under or at `dir`.
+    pub fn open(dir: &Path, split: Split) -> Result<Self, FormatError> {
+        let layout = &crate::cifar_pickles::CIFAR100_PY;
+        let Some(py) = layout.find(dir) else {
+            return Err(FormatError::Missing {
+                path: dir.join(layout.folder).join(layout.train[0]),
+                what: "CIFAR-100 training pickle (torchvision's cifar-100-python layout)",
+            });
+        };
+        Cifar10::from_pickles(layout, &py, split).map(Self)
+    }
+
+    /// The 100 fine class names, in label order.
+    pub fn classes(&self) -> &[String] {
+        self.0.classes()
+    }
+}
+
+impl Dataset for Cifar100 {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn prefetch(&self, index: usize) {
+        self.0.prefetch(index);
+    }
+    fn label(&self, index: usize) -> Option<i64> {
+        self.0.label(index)
+    }
+    fn read<'a>(&'a self, index: usize, buf: &mut Sample) -> Result<Read<'a>, Error> {
+        self.0.read(index, buf)
+    }
+    fn source(&self, index: usize) -> String {
+        self.0.source(index)
+    }
+    fn sample_shape(&self) -> Option<Shape> {
+        self.0.sample_shape()
+    }
+    fn num_classes(&self) -> Option<usize> {
+        self.0.num_classes()
     }
 }
 

@@ -149,6 +149,15 @@ pub enum FormatError {
         /// The encoder's message.
         message: String,
     },
+    /// A torchvision CIFAR pickle that holds something other than the
+    /// layout's own values (or is damaged): refused, nothing in it run.
+    #[error("{path}: {reason}")]
+    Pickle {
+        /// The pickle file.
+        path: PathBuf,
+        /// What was found, and where.
+        reason: String,
+    },
     /// A writer given data that does not fit the format.
     #[error("{path}: {reason}")]
     InvalidInput {

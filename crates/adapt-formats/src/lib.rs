@@ -20,6 +20,7 @@
 mod celeba;
 mod checked_once;
 mod cifar10;
+mod cifar_pickles;
 mod digiface;
 mod error;
 mod file_list;
@@ -29,6 +30,7 @@ mod jpeg_scan;
 #[cfg(feature = "parquet")]
 mod parquet;
 mod parquet_options;
+mod pickle;
 mod scaled;
 mod webdataset;
 
@@ -37,8 +39,9 @@ pub use self::parquet::{PARQUET_CACHE_BYTES, Parquet, ParquetWriter, ParquetWrit
 pub use celeba::{
     CELEBA_CROP, CELEBA_IDENTITY_FILE, CELEBA_IMAGE_SHAPE, CelebA, CelebAOptions, CelebAWriter,
 };
+pub use cifar_pickles::{write_batch_pickle, write_meta_pickle};
 pub use cifar10::{
-    CIFAR10_CLASSES, Cifar10, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta,
+    CIFAR10_CLASSES, Cifar10, Cifar100, IMAGE_BYTES, RECORD_BYTES, Split, write_batch, write_meta,
 };
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
@@ -56,5 +59,3 @@ pub use webdataset::{
     WEBDATASET_IMAGE_EXTENSIONS, WebDataset, WebDatasetOptions, WebDatasetWriter, is_gzip_shard,
     shard_list, split_name,
 };
-mod registry;
-pub use registry::{DatasetKind, OpenOptions, UnknownDataset, open, or_list};

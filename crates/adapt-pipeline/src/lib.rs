@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! use adapt_pipeline::{DatasetSpec, Pipeline};
-//! let pipeline = Pipeline::new(DatasetSpec::new("cifar10", "datasets/cifar10"))
+//! let pipeline = Pipeline::new(DatasetSpec::new(&adapt_pipeline::Cifar10Format, "datasets/cifar10"))
 //!     .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")?
 //!     .with_output("u8")?;
 //! let built = pipeline.build()?;
@@ -25,16 +25,19 @@
 //! ```
 
 mod error;
+mod formats;
 mod open;
 mod parse;
 mod spec;
 
 pub use error::PipelineError;
-pub use open::{
-    DatasetSpec, OpenedDataset, PARQUET_STREAM_INTERLEAVE, SampleFields, Shards,
-    WEBDATASET_STREAM_INTERLEAVE, dataset_fingerprint, dataset_kinds, open_dataset, open_parquet,
-    open_webdataset,
+pub use formats::{
+    CelebADigiFaceFormat, CelebAFormat, Cifar10Format, Cifar100Format, ConcatFormat,
+    DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat, PARQUET_STREAM_INTERLEAVE,
+    PackFormat, ParquetFormat, WEBDATASET_STREAM_INTERLEAVE, WebDatasetFormat, help_lines, listed,
+    lookup, or_list,
 };
+pub use open::{DatasetSpec, OpenedDataset, SampleFields, Shards, dataset_fingerprint};
 pub use parse::parse_transforms;
 pub use spec::{Size, TransformSpec, transforms_text};
 
@@ -212,7 +215,7 @@ impl Pipeline {
                     let kind = format!("{}[{}|{:?}]", self.dataset.kind, m.image, m.label);
                     dataset_fingerprint(&kind, &self.dataset.path, ds)
                 }
-                None => dataset_fingerprint(&self.dataset.kind, &self.dataset.path, ds),
+                None => dataset_fingerprint(self.dataset.kind.as_str(), &self.dataset.path, ds),
             },
         }
     }

@@ -119,6 +119,38 @@ pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<
     Ok(())
 }
 
+/// Writes CIFAR-100 as torchvision downloads it into `root`:
+/// `cifar-100-python/{train,test,meta}`, pickles of the layout's own types
+/// (as numpy and pickle write them at protocol 2), fine labels below 100.
+pub fn cifar100(root: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<(), SynthError> {
+    if spec.train == 0 || spec.test == 0 {
+        return Err(SynthError::InvalidArgument(format!(
+            "CIFAR-100 needs at least 1 training and 1 test record; got {} and {}",
+            spec.train, spec.test
+        )));
+    }
+    let dir = root.join("cifar-100-python");
+    create_dir(&dir)?;
+    let files = [("train", 0, spec.train), ("test", spec.train, spec.test)];
+    files.par_iter().try_for_each(|(name, start, n)| {
+        let records: Vec<(u8, Vec<u8>)> = (*start..start + n)
+            .map(|i| {
+                let mut p = Painter::new(spec.seed, "cifar100", i as u64);
+                let label = p.below(100) as u8;
+                let hwc = p.photo(32, 32, label as u64);
+                progress(1);
+                (label, hwc_to_planar(&hwc, 32 * 32))
+            })
+            .collect();
+        let records: Vec<(u8, &[u8])> = records.iter().map(|(l, px)| (*l, px.as_slice())).collect();
+        adapt_formats::write_batch_pickle(&dir.join(name), true, &records)
+    })?;
+    let names: Vec<String> = (0..100).map(|c| format!("class_{c:02}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    adapt_formats::write_meta_pickle(&dir, true, &names)?;
+    Ok(())
+}
+
 /// Generates a CIFAR-10 layout in `dir` unless one with the spec's sizes is
 /// already there and reads cleanly. Returns whether it generated.
 pub fn ensure_cifar10(

@@ -42,6 +42,6 @@ pub use plot::{DrawError, svg as plot_svg, write_svg};
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay, replay_strategies};
 pub use report::{ConfigTime, Noise, Report, RunReport, SearchCost, StrategyRecord};
-pub use space::{Budget, KnobSpace, Knobs, SpaceKind};
+pub use space::{Budget, Dim, KnobSpace, Knobs, SpaceKind};
 pub use trials::{TrialData, TrialFailure, TrialPurpose, TrialRequest, TrialRunner, tune_trials};
 pub use tuner::{run, tune_command};

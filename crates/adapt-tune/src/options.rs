@@ -204,7 +204,10 @@ impl TuneOptions {
 impl Default for TuneOptions {
     fn default() -> Self {
         Self {
-            pipeline: Pipeline::new(DatasetSpec::new("cifar10", "datasets/cifar10")),
+            pipeline: Pipeline::new(DatasetSpec::new(
+                &adapt_pipeline::Cifar10Format,
+                "datasets/cifar10",
+            )),
             batch_sizes: vec![128],
             strategy: Strategy::Avl,
             budget_bytes: None,

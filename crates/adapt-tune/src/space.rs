@@ -65,12 +65,45 @@ impl std::fmt::Display for Knobs {
     }
 }
 
-const NAMES: [&str; 4] = [
-    "num_workers",
-    "prefetch_factor",
-    "pin_memory",
-    "persistent_workers",
-];
+/// The search space's dimensions, in the order its configurations hold
+/// them: a configuration's values are read and written by name through
+/// these, never by a bare position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dim {
+    /// `num_workers`.
+    NumWorkers,
+    /// `prefetch_factor`.
+    PrefetchFactor,
+    /// `pin_memory`.
+    PinMemory,
+    /// `persistent_workers`.
+    PersistentWorkers,
+}
+
+impl Dim {
+    /// Every dimension, in the space's order.
+    pub const ALL: [Dim; 4] = [
+        Dim::NumWorkers,
+        Dim::PrefetchFactor,
+        Dim::PinMemory,
+        Dim::PersistentWorkers,
+    ];
+
+    /// The knob's name (PyTorch's keyword).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dim::NumWorkers => "num_workers",
+            Dim::PrefetchFactor => "prefetch_factor",
+            Dim::PinMemory => "pin_memory",
+            Dim::PersistentWorkers => "persistent_workers",
+        }
+    }
+
+    /// Its position in a configuration.
+    pub fn at(self) -> usize {
+        self as usize
+    }
+}
 
 /// Which knob space a tuning run searches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,31 +178,36 @@ impl KnobSpace {
     /// A space over given worker counts (prefetch and booleans as above).
     pub fn with_domains(workers: Vec<i64>, cuda: bool) -> Self {
         let mut notes = Vec::new();
-        let pin = if cuda {
-            Param::boolean(NAMES[2])
-        } else {
+        if !cuda {
             notes.push(
                 "pin_memory fixed off: no CUDA device, pinning would only cost time".to_owned(),
             );
-            Param::fixed(NAMES[2], Value::Bool(false))
-        };
-        let params = vec![
-            Param::ints(NAMES[0], workers)
-                .unwrap_or_else(|_| Param::fixed(NAMES[0], Value::Int(0))),
-            Param::powers_of_two(NAMES[1], 1, 2048)
-                .unwrap_or_else(|_| Param::fixed(NAMES[1], Value::Int(2))),
-            pin,
-            Param::boolean(NAMES[3]),
+        }
+        // Built in `Dim::ALL`'s order, so `Dim::at` is each one's position.
+        let params = Dim::ALL.map(|d| match d {
+            Dim::NumWorkers => Param::ints(d.name(), workers.clone())
+                .unwrap_or_else(|_| Param::fixed(d.name(), Value::Int(0))),
+            Dim::PrefetchFactor => Param::powers_of_two(d.name(), 1, 2048)
+                .unwrap_or_else(|_| Param::fixed(d.name(), Value::Int(2))),
+            Dim::PinMemory if cuda => Param::boolean(d.name()),
+            Dim::PinMemory => Param::fixed(d.name(), Value::Bool(false)),
+            Dim::PersistentWorkers => Param::boolean(d.name()),
+        });
+        let priority = [
+            Dim::PersistentWorkers,
+            Dim::PinMemory,
+            Dim::PrefetchFactor,
+            Dim::NumWorkers,
         ];
-        let space = Space::new(params)
-            .and_then(|s| s.with_priority(&[NAMES[3], NAMES[2], NAMES[1], NAMES[0]]))
+        let space = Space::new(params.to_vec())
+            .and_then(|s| s.with_priority(&priority.map(Dim::name)))
             .unwrap_or_else(|e| unreachable!("fixed names are distinct: {e}"))
             .with_canonical(|c| {
                 // PyTorch rejects prefetch and persistence without workers:
                 // all such configurations are the one "no workers" configuration.
-                if c.int(0) == 0 {
-                    c.0[1] = Value::Int(2);
-                    c.0[3] = Value::Bool(false);
+                if c.int(Dim::NumWorkers.at()) == 0 {
+                    c.0[Dim::PrefetchFactor.at()] = Value::Int(2);
+                    c.0[Dim::PersistentWorkers.at()] = Value::Bool(false);
                 }
             });
         Self { space, notes }
@@ -177,7 +215,7 @@ impl KnobSpace {
 
     /// The largest worker count the space holds.
     pub fn max_workers(&self) -> usize {
-        let Some(i) = self.space.index_of(NAMES[0]) else {
+        let Some(i) = self.space.index_of(Dim::NumWorkers.name()) else {
             return 0;
         };
         self.space.params()[i]
@@ -199,21 +237,22 @@ impl KnobSpace {
     /// Knobs of a search configuration.
     pub fn knobs(config: &Config) -> Knobs {
         Knobs {
-            num_workers: config.int(0).max(0) as usize,
-            prefetch_factor: config.int(1).max(1) as usize,
-            pin_memory: config.bool(2),
-            persistent_workers: config.bool(3),
+            num_workers: config.int(Dim::NumWorkers.at()).max(0) as usize,
+            prefetch_factor: config.int(Dim::PrefetchFactor.at()).max(1) as usize,
+            pin_memory: config.bool(Dim::PinMemory.at()),
+            persistent_workers: config.bool(Dim::PersistentWorkers.at()),
         }
     }
 
     /// The search configuration of some knobs (canonical).
     pub fn config(&self, k: &Knobs) -> Config {
-        self.space.canonicalize(&Config(vec![
-            Value::Int(k.num_workers as i64),
-            Value::Int(k.prefetch_factor as i64),
-            Value::Bool(k.pin_memory),
-            Value::Bool(k.persistent_workers),
-        ]))
+        let values = Dim::ALL.map(|d| match d {
+            Dim::NumWorkers => Value::Int(k.num_workers as i64),
+            Dim::PrefetchFactor => Value::Int(k.prefetch_factor as i64),
+            Dim::PinMemory => Value::Bool(k.pin_memory),
+            Dim::PersistentWorkers => Value::Bool(k.persistent_workers),
+        });
+        self.space.canonicalize(&Config(values.to_vec()))
     }
 }
 

@@ -2,15 +2,120 @@
 //! (what `gen` and the benches ask for).
 
 use crate::AdaptError;
-use adapt_formats::DatasetKind;
-use adapt_synth::{CelebASpec, Cifar10Spec, DigiFaceSpec, ImageFolderSpec};
+use adapt_pipeline::{FormatName, or_list};
+use adapt_synth::{CelebASpec, Cifar10Spec, DigiFaceSpec, ImageFolderSpec, SynthError};
 use std::path::Path;
+
+/// How a request's count sizes a layout.
+#[derive(Clone, Copy, Debug)]
+enum Sizing {
+    /// Training records, the test split a fifth.
+    Cifar10,
+    /// Images, one identity per 20.
+    CelebA,
+    /// Whole classes of 50 images.
+    DigiFace,
+    /// Class folders of JPEGs (`size`, `classes`).
+    Images,
+}
+
+/// A synthetic writer: the request, the folder, the progress counter.
+type WriteFn = fn(&Request, &Path, adapt_synth::Progress<'_>) -> Result<(), SynthError>;
+
+/// One format `gen` writes: its images, sizing and synthetic writer.
+struct Writer {
+    name: &'static str,
+    what: &'static str,
+    sizing: Sizing,
+    write: WriteFn,
+}
+
+/// The formats `gen` writes, in the real layouts.
+const WRITERS: &[Writer] = &[
+    Writer {
+        name: "cifar10",
+        what: "CIFAR-10 records",
+        sizing: Sizing::Cifar10,
+        write: |r, out, p| adapt_synth::cifar10(out, r.cifar10(), p),
+    },
+    Writer {
+        name: "cifar100",
+        what: "CIFAR-100 records (torchvision's pickles)",
+        sizing: Sizing::Cifar10,
+        write: |r, out, p| adapt_synth::cifar100(out, r.cifar10(), p),
+    },
+    Writer {
+        name: "celeba",
+        what: "CelebA images",
+        sizing: Sizing::CelebA,
+        write: |r, out, p| adapt_synth::celeba(out, r.celeba(), p),
+    },
+    Writer {
+        name: "digiface",
+        what: "DigiFace1M images",
+        sizing: Sizing::DigiFace,
+        write: |r, out, p| adapt_synth::digiface(out, r.digiface(), p),
+    },
+    Writer {
+        name: "imagefolder",
+        what: "JPEGs in class folders",
+        sizing: Sizing::Images,
+        write: |r, out, p| adapt_synth::imagefolder(out, r.imagefolder(), p),
+    },
+    Writer {
+        name: "webdataset",
+        what: "JPEGs in WebDataset shards",
+        sizing: Sizing::Images,
+        write: |r, out, p| adapt_synth::webdataset(out, r.imagefolder(), p),
+    },
+    Writer {
+        name: "parquet",
+        what: "JPEGs in Hugging Face Parquet",
+        sizing: Sizing::Images,
+        write: |r, out, p| adapt_synth::parquet(out, r.imagefolder(), p),
+    },
+];
+
+/// The formats `gen` writes, as a sentence lists them.
+pub fn generated() -> String {
+    or_list(&WRITERS.iter().map(|w| w.name).collect::<Vec<_>>())
+}
+
+/// `gen --dataset`'s help: the formats it writes.
+pub fn dataset_help() -> String {
+    format!(
+        "The layout to write: {}. imagefolder writes class folders of JPEGs (ImageNet-like by \
+         default; --size 1024x768 for camera-sized photos); the shard and file layouts hold the \
+         same JPEGs with the same flags (1000 samples per tar shard, `cls` labels; \
+         data/train-*.parquet of 1000 rows)",
+        generated()
+    )
+}
+
+/// `name` as a format `gen` writes (the `--dataset` parser).
+pub fn parse_generated(name: &str) -> Result<FormatName, String> {
+    let format: FormatName = name.parse().map_err(|e| format!("{e}"))?;
+    match writer(format) {
+        Ok(_) => Ok(format),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The writer of `format`, or an error naming those there are.
+fn writer(format: FormatName) -> Result<&'static Writer, AdaptError> {
+    WRITERS.iter().find(|w| format == w.name).ok_or_else(|| {
+        AdaptError::Option(format!(
+            "gen writes {}; {format} has no synthetic writer",
+            generated()
+        ))
+    })
+}
 
 /// What to generate.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// The layout.
-    pub kind: DatasetKind,
+    /// The layout (one `gen` writes: [`generated`]).
+    pub kind: FormatName,
     /// Images; `None` for the layout's default size. CIFAR-10: training
     /// records (the test split gets a fifth); CelebA: images, one identity
     /// per 20; DigiFace1M and image folders: rounded up to whole classes.
@@ -26,9 +131,9 @@ pub struct Request {
 
 impl Request {
     /// The layout's default size with `seed`.
-    pub fn new(kind: DatasetKind, seed: u64) -> Self {
+    pub fn new(kind: impl Into<FormatName>, seed: u64) -> Self {
         Self {
-            kind,
+            kind: kind.into(),
             count: None,
             seed,
             size: None,
@@ -36,19 +141,20 @@ impl Request {
         }
     }
 
-    /// Images this request writes.
+    /// Images this request writes (0 for a format `gen` does not write).
     pub fn total(&self) -> usize {
-        match self.kind {
-            DatasetKind::Cifar10 => {
+        let Ok(w) = writer(self.kind) else { return 0 };
+        match w.sizing {
+            Sizing::Cifar10 => {
                 let s = self.cifar10();
                 s.train + s.test
             }
-            DatasetKind::CelebA => self.celeba().count,
-            DatasetKind::DigiFace => {
+            Sizing::CelebA => self.celeba().count,
+            Sizing::DigiFace => {
                 let s = self.digiface();
                 s.classes * s.per_class
             }
-            DatasetKind::ImageFolder | DatasetKind::WebDataset | DatasetKind::Parquet => {
+            Sizing::Images => {
                 let s = self.imagefolder();
                 s.classes * s.per_class
             }
@@ -57,14 +163,7 @@ impl Request {
 
     /// What the images are, for a summary line.
     pub fn what(&self) -> &'static str {
-        match self.kind {
-            DatasetKind::Cifar10 => "CIFAR-10 records",
-            DatasetKind::CelebA => "CelebA images",
-            DatasetKind::DigiFace => "DigiFace1M images",
-            DatasetKind::ImageFolder => "JPEGs in class folders",
-            DatasetKind::WebDataset => "JPEGs in WebDataset shards",
-            DatasetKind::Parquet => "JPEGs in Hugging Face Parquet",
-        }
+        writer(self.kind).map_or("samples", |w| w.what)
     }
 
     fn cifar10(&self) -> Cifar10Spec {
@@ -130,15 +229,9 @@ pub fn generate(
     out: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<usize, AdaptError> {
+    let w = writer(request.kind)?;
     refuse_non_empty(out)?;
-    match request.kind {
-        DatasetKind::Cifar10 => adapt_synth::cifar10(out, request.cifar10(), progress)?,
-        DatasetKind::CelebA => adapt_synth::celeba(out, request.celeba(), progress)?,
-        DatasetKind::DigiFace => adapt_synth::digiface(out, request.digiface(), progress)?,
-        DatasetKind::ImageFolder => adapt_synth::imagefolder(out, request.imagefolder(), progress)?,
-        DatasetKind::WebDataset => adapt_synth::webdataset(out, request.imagefolder(), progress)?,
-        DatasetKind::Parquet => adapt_synth::parquet(out, request.imagefolder(), progress)?,
-    }
+    (w.write)(request, out, progress)?;
     Ok(request.total())
 }
 

@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! use adapt::{DatasetSpec, Pipeline, Run, RunOptions};
-//! let pipeline = Pipeline::new(DatasetSpec::new("cifar10", "datasets/cifar10"))
+//! let pipeline = Pipeline::new(DatasetSpec::new(&adapt::Cifar10Format, "datasets/cifar10"))
 //!     .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")?;
 //! let mut run = Run::open(&pipeline, &RunOptions { batch_size: 128, num_workers: 2, ..Default::default() })?;
 //! run.start(0)?;
@@ -55,13 +55,15 @@ pub use tune::{
 };
 
 pub use adapt_dataset::{Sample, Shape};
-pub use adapt_formats::{DatasetKind, PARQUET_ENABLED, Split};
+pub use adapt_formats::{PARQUET_ENABLED, Split};
 pub use adapt_loader::{
     Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
 };
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
 pub use adapt_pipeline::{
-    DatasetSpec, Pipeline, SampleFields, TransformSpec, parse_transforms, transforms_text,
+    CelebADigiFaceFormat, CelebAFormat, Cifar10Format, Cifar100Format, ConcatFormat, DatasetSpec,
+    DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat, PackFormat, ParquetFormat,
+    Pipeline, SampleFields, TransformSpec, WebDatasetFormat, parse_transforms, transforms_text,
 };
 pub use adapt_remote::{
     RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,

@@ -33,7 +33,7 @@ impl Source {
         }
         let opened = spec.open()?;
         let info = SourceInfo {
-            dataset: spec.kind.clone(),
+            dataset: spec.kind.to_string(),
             path: spec.path.display().to_string(),
             class_names: opened.class_names.clone(),
         };

@@ -25,7 +25,10 @@ pub fn default_cifar10(dir: &Path, progress: Progress<'_>) -> Result<Pipeline, A
         progress("generated full-size synthetic CIFAR-10 in the real binary layout");
     }
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_owned());
-    Ok(Pipeline::new(DatasetSpec::new("cifar10", dir)))
+    Ok(Pipeline::new(DatasetSpec::new(
+        &adapt_pipeline::Cifar10Format,
+        dir,
+    )))
 }
 
 /// The consumer's time per batch from milliseconds (`--step-ms`,

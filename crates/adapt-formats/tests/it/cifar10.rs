@@ -144,3 +144,88 @@ fn writer_rejects_bad_records() {
     assert!(matches!(err, FormatError::InvalidInput { .. }), "{err}");
     assert!(!path.exists());
 }
+
+/// torchvision's download, as our writer writes it (the pickles numpy and
+/// pickle write at protocol 2): read into the same records as the binary
+/// layout, without running anything; a label past the classes or a
+/// damaged file is refused naming the file.
+#[test]
+fn torchvisions_pickles_read_as_the_binary_records() {
+    let binary = tempfile::tempdir().unwrap();
+    let all = write_split(binary.path(), 3);
+    let root = tempfile::tempdir().unwrap();
+    let py = root.path().join("cifar-10-batches-py");
+    std::fs::create_dir(&py).unwrap();
+    let names = [
+        "data_batch_1",
+        "data_batch_2",
+        "data_batch_3",
+        "data_batch_4",
+        "data_batch_5",
+        "test_batch",
+    ];
+    for (k, name) in names.iter().enumerate() {
+        let recs: Vec<(u8, &[u8])> = all[k * 3..k * 3 + 3]
+            .iter()
+            .map(|(l, p)| (*l, p.as_slice()))
+            .collect();
+        adapt_formats::write_batch_pickle(&py.join(name), false, &recs).unwrap();
+    }
+    let classes = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+    adapt_formats::write_meta_pickle(&py, false, &classes).unwrap();
+    for split in [Split::Train, Split::Test] {
+        let (a, b) = (
+            Cifar10::open(root.path(), split).unwrap(),
+            Cifar10::open(binary.path(), split).unwrap(),
+        );
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.classes(), b.classes());
+        for i in 0..a.len() {
+            assert_eq!(a.get(i).unwrap().pixels, b.get(i).unwrap().pixels, "{i}");
+            assert_eq!(a.label(i), b.label(i));
+        }
+        assert!(
+            a.source(1).contains("cifar-10-batches-py"),
+            "{}",
+            a.source(1)
+        );
+    }
+    // A label of 10 in a CIFAR-10 batch.
+    let image = vec![0u8; 3072];
+    adapt_formats::write_batch_pickle(&py.join("data_batch_2"), false, &[(10, &image)]).unwrap();
+    let e = Cifar10::open(root.path(), Split::Train).err().unwrap();
+    assert!(matches!(e, FormatError::Pickle { .. }), "{e}");
+    assert!(
+        e.to_string().contains("data_batch_2") && e.to_string().contains("record 0"),
+        "{e}"
+    );
+    // Truncated.
+    let bytes = std::fs::read(py.join("data_batch_1")).unwrap();
+    std::fs::write(py.join("data_batch_2"), &bytes[..bytes.len() / 2]).unwrap();
+    let e = Cifar10::open(root.path(), Split::Train)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("data_batch_2") && e.contains("claimed"), "{e}");
+    // CIFAR-100 from its own writer.
+    let c100 = tempfile::tempdir().unwrap();
+    let py = c100.path().join("cifar-100-python");
+    std::fs::create_dir(&py).unwrap();
+    let recs: Vec<(u8, &[u8])> = vec![(99, &image), (42, &image)];
+    adapt_formats::write_batch_pickle(&py.join("train"), true, &recs).unwrap();
+    adapt_formats::write_batch_pickle(&py.join("test"), true, &recs[..1]).unwrap();
+    let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    adapt_formats::write_meta_pickle(&py, true, &names).unwrap();
+    let ds = adapt_formats::Cifar100::open(c100.path(), Split::Train).unwrap();
+    assert_eq!(
+        (ds.len(), ds.label(0), ds.label(1), ds.num_classes()),
+        (2, Some(99), Some(42), Some(100))
+    );
+    assert_eq!(
+        adapt_formats::Cifar100::open(c100.path(), Split::Test)
+            .unwrap()
+            .len(),
+        1
+    );
+}

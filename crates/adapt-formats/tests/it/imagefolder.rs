@@ -2,7 +2,7 @@
 
 use crate::pattern;
 use adapt_dataset::Dataset;
-use adapt_formats::{DatasetKind, FormatError, ImageFolder, OpenOptions, encode_png};
+use adapt_formats::{FormatError, ImageFolder, encode_png};
 use std::path::Path;
 
 fn png(path: &Path, salt: u32) {
@@ -38,18 +38,4 @@ fn folder_without_images_is_an_error() {
         ImageFolder::open(dir.path()),
         Err(FormatError::Empty { .. })
     ));
-}
-
-#[test]
-fn opened_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    png(&dir.path().join("c/1.png"), 0);
-    let kind: DatasetKind = "ImageFolder".parse().unwrap();
-    assert_eq!(
-        adapt_formats::open(kind, dir.path(), &OpenOptions::default())
-            .unwrap()
-            .len(),
-        1
-    );
-    assert!("mnist".parse::<DatasetKind>().is_err());
 }

@@ -7,8 +7,7 @@
 use crate::pattern;
 use adapt_dataset::Dataset;
 use adapt_formats::{
-    DatasetKind, FormatError, OpenOptions, Parquet, ParquetOptions, ParquetWriter,
-    ParquetWriterOptions, encode_png,
+    FormatError, Parquet, ParquetOptions, ParquetWriter, ParquetWriterOptions, encode_png,
 };
 use std::path::{Path, PathBuf};
 
@@ -74,15 +73,12 @@ fn reads_back_what_was_written_by_row_group() {
             ds.source(8)
         );
     }
-    // By name as the pipeline opens it, unlabelled.
-    let options = OpenOptions {
-        parquet: ParquetOptions {
-            label: None,
-            ..ParquetOptions::default()
-        },
-        ..OpenOptions::default()
+    // One file, unlabelled.
+    let options = ParquetOptions {
+        label: None,
+        ..ParquetOptions::default()
     };
-    let ds = adapt_formats::open(DatasetKind::Parquet, &files[2], &options).unwrap();
+    let ds = Parquet::open(&files[2].display().to_string(), &options).unwrap();
     assert_eq!((ds.len(), ds.num_classes()), (3, None));
     assert_eq!(ds.get(0).unwrap().label, -1);
 }

@@ -4,10 +4,7 @@
 
 use crate::pattern;
 use adapt_dataset::Dataset;
-use adapt_formats::{
-    DatasetKind, FormatError, OpenOptions, WebDataset, WebDatasetOptions, WebDatasetWriter,
-    encode_png,
-};
+use adapt_formats::{FormatError, WebDataset, WebDatasetOptions, WebDatasetWriter, encode_png};
 use std::path::{Path, PathBuf};
 
 fn png(salt: u32) -> Vec<u8> {
@@ -51,14 +48,9 @@ fn reads_back_what_was_written_in_order() {
         }
         assert!(ds.source(11).ends_with("shard-000001.tar/k000011.png"));
     }
-    // Opened by name as the pipeline does, the two shards listed with `::`.
+    // The two shards listed with `::`, as the pipeline passes them.
     let list = format!("{}::{}", shards[0].display(), shards[2].display());
-    let ds = adapt_formats::open(
-        DatasetKind::WebDataset,
-        Path::new(&list),
-        &OpenOptions::default(),
-    )
-    .unwrap();
+    let ds = WebDataset::open(&list, &WebDatasetOptions::default()).unwrap();
     assert_eq!(ds.len(), 15);
     assert_eq!(ds.label(14), Some((24 % 7) as i64));
 }

@@ -101,7 +101,7 @@ fn steps_are_checked_against_the_data_they_receive() {
     let t = tempfile::tempdir().unwrap();
     cifar(t.path(), 10);
     let p = |text: &str| {
-        Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
             .with_transforms(text)
             .unwrap()
             .build()
@@ -115,7 +115,7 @@ fn steps_are_checked_against_the_data_they_receive() {
     let built = p("random_crop(24),hflip,normalize(cifar10)").unwrap();
     assert_eq!(built.sample_shape, adapt_dataset::Shape::new(24, 24, 3));
     assert!(built.is_random());
-    let err = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+    let err = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
         .with_output("f16")
         .unwrap_err();
     assert!(matches!(err, PipelineError::Output(_)));
@@ -125,7 +125,7 @@ fn steps_are_checked_against_the_data_they_receive() {
 fn a_pipeline_serialises_and_u8_output_leaves_normalisation_to_the_device() {
     let t = tempfile::tempdir().unwrap();
     cifar(t.path(), 10);
-    let p = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+    let p = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
         .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")
         .unwrap()
         .with_output("u8-nhwc")
@@ -138,7 +138,7 @@ fn a_pipeline_serialises_and_u8_output_leaves_normalisation_to_the_device() {
     assert_eq!(mean, [0.4914, 0.4822, 0.4465]);
     assert!(built.identity().ends_with("|u8-nhwc"));
     // The default pipeline is the dataset's usual normalisation.
-    let default = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+    let default = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
         .build()
         .unwrap();
     assert!(
@@ -160,7 +160,7 @@ fn a_pipeline_serialises_and_u8_output_leaves_normalisation_to_the_device() {
 fn the_loader_batches_what_inspect_shows() {
     let t = tempfile::tempdir().unwrap();
     cifar(t.path(), 40);
-    let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+    let built = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
         .with_transforms(
             "random_crop(32,padding=4,padding_mode=reflect),hflip,color_jitter(0.3,0.3,0.3)",
         )
@@ -200,7 +200,7 @@ fn a_pack_augments_as_the_loose_files_it_was_made_from() {
     cifar_and_pack(&loose, &pack_dir, 30, 8);
     let text = "random_crop(32,padding=4),hflip,color_jitter(0.4,0.4,0.4)";
     let build = |kind: &str, path: &Path| {
-        Pipeline::new(DatasetSpec::new(kind, path))
+        Pipeline::new(DatasetSpec::named(kind, path).unwrap())
             .with_transforms(text)
             .unwrap()
             .build()
@@ -225,7 +225,7 @@ fn f32_and_u8_outputs_batch_the_same_pixels() {
     let t = tempfile::tempdir().unwrap();
     cifar(t.path(), 16);
     let batch = |output: &str| {
-        let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        let built = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
             .with_transforms("random_crop(32,padding=4),hflip")
             .unwrap()
             .with_output(output)
@@ -279,9 +279,10 @@ fn celeba_and_digiface(count: usize, identities: usize, per_class: usize) -> tem
 #[test]
 fn celeba_and_digiface_concatenate_with_offset_labels_and_one_shape() {
     let dir = celeba_and_digiface(4, 3, 2);
-    let opened =
-        adapt_pipeline::open_dataset("celeba+digiface", dir.path(), adapt_formats::Split::Train)
-            .unwrap();
+    let opened = DatasetSpec::named("celeba+digiface", dir.path())
+        .unwrap()
+        .open()
+        .unwrap();
     let ds = &opened.dataset;
     assert_eq!(ds.len(), 8);
     assert_eq!(
@@ -312,14 +313,12 @@ fn identities_that_leave_no_room_for_digiface_labels_name_the_identity_file() {
     // i64::MAX: the class count itself does not fit a label.
     for top in [i64::MAX - 1, i64::MAX] {
         std::fs::write(&ids, format!("000001.jpg 0\n000002.jpg {top}\n")).unwrap();
-        let err = adapt_pipeline::open_dataset(
-            "celeba+digiface",
-            dir.path(),
-            adapt_formats::Split::Train,
-        )
-        .err()
-        .expect("refused")
-        .to_string();
+        let err = DatasetSpec::named("celeba+digiface", dir.path())
+            .unwrap()
+            .open()
+            .err()
+            .expect("refused")
+            .to_string();
         assert!(
             err.contains("identity_CelebA.txt") && err.contains("no room"),
             "{top}: {err}"
@@ -344,9 +343,10 @@ fn an_image_folder_of_mixed_sizes_batches_once_resized() {
         )
         .unwrap();
     }
-    let opened =
-        adapt_pipeline::open_dataset("imagefolder", dir.path(), adapt_formats::Split::Train)
-            .unwrap();
+    let opened = DatasetSpec::named("imagefolder", dir.path())
+        .unwrap()
+        .open()
+        .unwrap();
     let config = || adapt_loader::LoaderConfig {
         batch_size: 3,
         ..Default::default()
@@ -386,7 +386,7 @@ fn reduced_decoding_is_close_to_the_exact_path_and_consistent() {
     let t = tempfile::tempdir().unwrap();
     jpeg_folder(t.path(), 320, 240, 6);
     let build = |exact: bool, text: &str| {
-        let mut p = Pipeline::new(DatasetSpec::new("imagefolder", t.path()))
+        let mut p = Pipeline::new(DatasetSpec::named("imagefolder", t.path()).unwrap())
             .with_transforms(text)
             .unwrap()
             .with_output("u8-nhwc")
@@ -449,7 +449,7 @@ fn a_streaming_epoch_resumes_exactly() {
     let t = tempfile::tempdir().unwrap();
     let (loose, pack_dir) = (t.path().join("c"), t.path().join("p"));
     cifar_and_pack(&loose, &pack_dir, 60, 16);
-    let built = Pipeline::new(DatasetSpec::new("pack", &pack_dir))
+    let built = Pipeline::new(DatasetSpec::named("pack", &pack_dir).unwrap())
         .with_transforms("random_crop(32,padding=4),hflip")
         .unwrap()
         .build()
@@ -496,7 +496,7 @@ fn absurd_sizes_are_refused_at_build() {
         "resize(100000x100000),center_crop(32)",
         "random_resized_crop(60000)",
     ] {
-        let err = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+        let err = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
             .with_transforms(text)
             .unwrap()
             .build()
@@ -509,10 +509,10 @@ fn absurd_sizes_are_refused_at_build() {
     }
     let spec = DatasetSpec {
         resize: Some((100_000, 100_000)),
-        ..DatasetSpec::new("cifar10", t.path())
+        ..DatasetSpec::named("cifar10", t.path()).unwrap()
     };
     assert!(Pipeline::new(spec).build().is_err());
-    let built = Pipeline::new(DatasetSpec::new("cifar10", t.path()))
+    let built = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
         .build()
         .unwrap();
     for config in [
@@ -538,7 +538,11 @@ fn a_build_without_parquet_names_the_feature() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("train-00000-of-00001.parquet");
     std::fs::write(&file, b"PAR1").unwrap();
-    let e = DatasetSpec::new("parquet", &file).open().err().unwrap();
+    let e = DatasetSpec::named("parquet", &file)
+        .unwrap()
+        .open()
+        .err()
+        .unwrap();
     let message = e.to_string();
     assert!(
         message.contains("train-00000-of-00001.parquet"),

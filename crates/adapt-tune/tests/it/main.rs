@@ -27,7 +27,7 @@ fn small_cifar(dir: &Path) {
 
 fn options(dir: &Path, strategy: Strategy) -> TuneOptions {
     TuneOptions {
-        pipeline: Pipeline::new(DatasetSpec::new("cifar10", dir)),
+        pipeline: Pipeline::new(DatasetSpec::named("cifar10", dir).unwrap()),
         batch_sizes: vec![32],
         strategy,
         trial: TrialSpec {
@@ -320,11 +320,13 @@ fn command_tuning_finds_the_known_optimum_and_reports_failures() {
 fn bad_options_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let named = |kind: &str, path: &Path| TuneOptions {
-        pipeline: Pipeline::new(DatasetSpec::new(kind, path)),
+        pipeline: Pipeline::new(DatasetSpec::named(kind, path).unwrap()),
         ..TuneOptions::default()
     };
-    let err = run(&named("mnist", dir.path()), &quiet).unwrap_err();
+    // An unknown format is refused where the name is read, listing them.
+    let err = DatasetSpec::named("mnist", dir.path()).unwrap_err();
     assert!(err.to_string().contains("unknown dataset"), "{err}");
+    assert!(err.to_string().contains("webdataset"), "{err}");
     let err = run(&named("cifar10", &dir.path().join("absent")), &quiet).unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
     let err = run(

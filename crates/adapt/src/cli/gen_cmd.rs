@@ -1,19 +1,14 @@
 //! `gen`: synthetic datasets in the real layouts.
 
-use crate::DatasetKind;
+use crate::FormatName;
 use anyhow::Context;
 use std::path::PathBuf;
 
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// cifar10, celeba, digiface, imagefolder (class folders of JPEGs,
-    /// ImageNet-like by default; --size 1024x768 for camera-sized photos),
-    /// webdataset (the same JPEGs as imagefolder with the same flags, in tar
-    /// shards of 1000 samples with `cls` labels) or parquet (the same JPEGs
-    /// in the Hugging Face layout, `data/train-*.parquet` of 1000 rows).
-    #[arg(long)]
-    dataset: DatasetKind,
+    #[arg(long, value_parser = crate::generate::parse_generated, help = crate::generate::dataset_help())]
+    dataset: FormatName,
     /// Folder to write the layout into.
     #[arg(long)]
     out: PathBuf,
@@ -25,10 +20,10 @@ pub struct Args {
     /// Seed of every image and label.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// imagefolder, webdataset, parquet: typical landscape size WIDTHxHEIGHT (default 500x375).
-    #[arg(long, value_parser = super::inspect::parse_size)]
+    /// Image layouts: typical landscape size WIDTHxHEIGHT (default 500x375).
+    #[arg(long, value_parser = super::args::parse_size)]
     size: Option<(u32, u32)>,
-    /// imagefolder, webdataset, parquet: number of classes (default 10).
+    /// Image layouts: number of classes (default 10).
     #[arg(long)]
     classes: Option<usize>,
 }

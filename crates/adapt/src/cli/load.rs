@@ -1,6 +1,7 @@
 //! `load`: run epochs through the loader, one JSON line each.
 
-use super::inspect::{DatasetArgs, hex};
+use super::args::DatasetArgs;
+use super::inspect::hex;
 use crate::{Autotune, LoaderState, Run, RunOptions};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};

@@ -7,6 +7,7 @@
 //! Each verb parses its flags (clap), makes one call into this crate and
 //! prints; behind the `cli` feature, so library users do not build clap.
 
+mod args;
 mod gen_cmd;
 mod inspect;
 mod load;
@@ -94,4 +95,63 @@ pub fn progress_bar(len: u64, what: &str) -> indicatif::ProgressBar {
     );
     bar.set_message(what.to_owned());
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::{CommandFactory, Parser};
+
+    /// The help of `verb --dataset`, long form.
+    fn long_help(verb: &str) -> String {
+        let mut cmd = Cli::command();
+        let sub = cmd.find_subcommand_mut(verb).expect("verb");
+        sub.render_long_help().to_string()
+    }
+
+    #[test]
+    fn every_format_is_in_the_help_and_the_unknown_format_error() {
+        for verb in ["load", "inspect", "tune", "pack"] {
+            let help = long_help(verb);
+            for format in crate::FORMATS {
+                assert!(
+                    help.contains(format.name()),
+                    "{verb} --help lacks {}",
+                    format.name()
+                );
+                assert!(
+                    help.contains(format.describe()),
+                    "{verb}: {}",
+                    format.name()
+                );
+            }
+        }
+        let args = ["adapt", "load", "--dataset", "nosuch", "--path", "."];
+        let error = Cli::try_parse_from(args)
+            .err()
+            .expect("refused")
+            .to_string();
+        for format in crate::FORMATS {
+            assert!(
+                error.contains(format.name()),
+                "{} not in {error}",
+                format.name()
+            );
+        }
+    }
+
+    #[test]
+    fn gen_lists_the_formats_it_writes_and_refuses_the_others_by_name() {
+        let help = long_help("gen");
+        assert!(help.contains(&crate::generate::generated()), "{help}");
+        let args = ["adapt", "gen", "--dataset", "pack", "--out", "x"];
+        let error = Cli::try_parse_from(args)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            error.contains("no synthetic writer") && error.contains("parquet"),
+            "{error}"
+        );
+    }
 }

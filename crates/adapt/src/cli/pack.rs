@@ -15,16 +15,15 @@ pub struct Args {
     /// also check that the source still holds the content it was made from.
     #[arg(long, conflicts_with = "out")]
     verify: Option<PathBuf>,
-    /// Source format: cifar10, celeba, digiface, celeba+digiface,
-    /// imagefolder, webdataset or parquet.
-    #[arg(long)]
-    dataset: Option<String>,
+    /// Source format.
+    #[arg(long, value_parser = super::args::parse_format, long_help = super::args::dataset_long_help())]
+    dataset: Option<crate::FormatName>,
     /// The folder holding the source's files (WebDataset, Parquet: the
     /// file list).
     #[arg(long)]
     path: Option<PathBuf>,
     #[command(flatten)]
-    members: super::inspect::FieldArgs,
+    members: super::args::FieldArgs,
     /// The pack to write: a folder, or s3://bucket/prefix (staged in the
     /// cache folder, uploaded shard by shard, the manifest last).
     #[arg(long)]
@@ -61,8 +60,7 @@ impl Args {
             .refuse_text("pack", "a pack stores images and labels, not texts")?;
         match (&self.dataset, &self.path) {
             (Some(kind), Some(path)) => Ok(Some(
-                self.members
-                    .apply(DatasetSpec::new(kind.clone(), path.clone()))?,
+                self.members.apply(DatasetSpec::new(*kind, path.clone()))?,
             )),
             (None, None) => Ok(None),
             _ => bail!("the source is given by both --dataset and --path"),

@@ -9,21 +9,20 @@ use std::path::{Path, PathBuf};
 /// The verb's flags.
 #[derive(clap::Args)]
 pub struct Args {
-    /// cifar10, celeba, digiface, celeba+digiface, imagefolder, webdataset,
-    /// parquet or pack (default: the embedded CIFAR-10).
-    #[arg(long)]
-    dataset: Option<String>,
+    /// The format (default: the embedded CIFAR-10).
+    #[arg(long, value_parser = super::args::parse_format, long_help = super::args::dataset_long_help())]
+    dataset: Option<crate::FormatName>,
     /// The folder holding the dataset's files (WebDataset, Parquet: the
     /// file list, as for `load`).
     #[arg(long)]
     path: Option<PathBuf>,
     #[command(flatten)]
-    members: super::inspect::FieldArgs,
+    members: super::args::FieldArgs,
     /// Resize every sample to WIDTHxHEIGHT (image folders of mixed sizes).
-    #[arg(long, value_parser = super::inspect::parse_size)]
+    #[arg(long, value_parser = super::args::parse_size)]
     resize: Option<(u32, u32)>,
     #[command(flatten)]
-    pipeline: super::inspect::PipelineArgs,
+    pipeline: super::args::PipelineArgs,
     #[command(flatten)]
     remote: super::remote_args::RemoteArgs,
     /// Batch sizes, comma-separated, each tuned separately.
@@ -145,7 +144,7 @@ impl Args {
             (None, None) => crate::default_cifar10(default_cifar10, progress)?,
             (Some(kind), Some(path)) => Pipeline::new(self.members.apply(DatasetSpec {
                 resize: self.resize,
-                ..DatasetSpec::new(kind.clone(), path.clone())
+                ..DatasetSpec::new(*kind, path.clone())
             })?),
             (Some(_), None) => {
                 bail!("--dataset needs --path (the folder holding the dataset's files)")

@@ -5,8 +5,7 @@
 
 use adapt::engines::transfer::{CountingAllocator, PinnedPool};
 use adapt::{
-    DatasetKind, DatasetSpec, Pipeline, Run, RunOptions, Strategy, TrialSpec, TuneOptions,
-    pinned_pool_size,
+    DatasetSpec, Pipeline, Run, RunOptions, Strategy, TrialSpec, TuneOptions, pinned_pool_size,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use std::sync::Arc;
 fn small_cifar(dir: &Path, seed: u64) {
     let request = adapt::generate::Request {
         count: Some(300),
-        ..adapt::generate::Request::new(DatasetKind::Cifar10, seed)
+        ..adapt::generate::Request::new(&adapt::Cifar10Format, seed)
     };
     assert_eq!(adapt::generate(&request, dir, &|_| {}).unwrap(), 360);
 }
@@ -44,7 +43,7 @@ fn quick_tune(pipeline: Pipeline, profile: &Path) -> TuneOptions {
 fn a_pinned_run_sizes_its_pool_by_the_shared_rule_and_uses_it_for_every_batch() {
     let dir = tempfile::tempdir().unwrap();
     small_cifar(dir.path(), 0);
-    let pipeline = Pipeline::new(DatasetSpec::new("cifar10", dir.path()));
+    let pipeline = Pipeline::new(DatasetSpec::named("cifar10", dir.path()).unwrap());
     for (workers, prefetch) in [(0, None), (1, Some(1)), (2, Some(3)), (3, None)] {
         let pool = PinnedPool::new(Arc::new(CountingAllocator::default()), 0);
         let options = RunOptions {
@@ -103,9 +102,9 @@ fn tuning_the_test_split_keys_the_profile_by_the_test_split() {
     small_cifar(dir.path(), 0);
     let test = Pipeline::new(DatasetSpec {
         test_split: true,
-        ..DatasetSpec::new("cifar10", dir.path())
+        ..DatasetSpec::named("cifar10", dir.path()).unwrap()
     });
-    let train = Pipeline::new(DatasetSpec::new("cifar10", dir.path()));
+    let train = Pipeline::new(DatasetSpec::named("cifar10", dir.path()).unwrap());
     let profile = dir.path().join("profile.json");
     let report = adapt::tune(&quick_tune(test.clone(), &profile), &|_| {}).unwrap();
     assert_eq!(report.dataset["samples"], 60, "the test split's 60 records");
@@ -134,8 +133,8 @@ fn a_concatenation_tunes_and_its_entry_is_found_by_its_loader() {
     small_cifar(a.path(), 1);
     small_cifar(b.path(), 2);
     let concat = Pipeline::new(DatasetSpec::concat(vec![
-        DatasetSpec::new("cifar10", a.path()),
-        DatasetSpec::new("cifar10", b.path()),
+        DatasetSpec::named("cifar10", a.path()).unwrap(),
+        DatasetSpec::named("cifar10", b.path()).unwrap(),
     ]));
     let profile = a.path().join("profile.json");
     let report = adapt::tune(&quick_tune(concat.clone(), &profile), &|_| {}).unwrap();
@@ -145,7 +144,7 @@ fn a_concatenation_tunes_and_its_entry_is_found_by_its_loader() {
             .unwrap()
             .is_some()
     );
-    let only_a = Pipeline::new(DatasetSpec::new("cifar10", a.path()));
+    let only_a = Pipeline::new(DatasetSpec::named("cifar10", a.path()).unwrap());
     assert_eq!(adapt::profile_knobs(&profile, &only_a, 16).unwrap(), None);
 }
 
@@ -154,7 +153,7 @@ fn a_concatenation_tunes_and_its_entry_is_found_by_its_loader() {
 #[test]
 fn error_kinds_follow_what_happened() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = Pipeline::new(DatasetSpec::new("cifar10", dir.path().join("absent")));
+    let missing = Pipeline::new(DatasetSpec::named("cifar10", dir.path().join("absent")).unwrap());
     let e = adapt::tune(&TuneOptions::new(missing.clone()), &|_| {}).unwrap_err();
     assert_eq!(e.kind(), adapt::ErrorKind::Data, "{e}");
     let e = Run::open(&missing, &RunOptions::default()).err().unwrap();
@@ -180,7 +179,7 @@ fn per_sample_steps_give_the_loaders_bytes_and_data_answers_the_reader() {
     let dir = tempfile::tempdir().unwrap();
     small_cifar(dir.path(), 2);
     let recipe = "random_crop(32,padding=4),hflip,normalize(cifar10)";
-    let pipeline = Pipeline::new(DatasetSpec::new("cifar10", dir.path()))
+    let pipeline = Pipeline::new(DatasetSpec::named("cifar10", dir.path()).unwrap())
         .with_transforms(recipe)
         .unwrap();
     let options = RunOptions {
@@ -261,7 +260,7 @@ fn generation_refuses_a_non_empty_folder_naming_it() {
     small_cifar(dir.path(), 0);
     let request = adapt::generate::Request {
         count: Some(120),
-        ..adapt::generate::Request::new(DatasetKind::Cifar10, 0)
+        ..adapt::generate::Request::new(&adapt::Cifar10Format, 0)
     };
     let err = adapt::generate(&request, dir.path(), &|_| {})
         .unwrap_err()
@@ -283,7 +282,7 @@ fn small_webdataset(dir: &Path) -> std::path::PathBuf {
         count: Some(90),
         size: Some((24, 20)),
         classes: Some(3),
-        ..adapt::generate::Request::new(DatasetKind::WebDataset, 5)
+        ..adapt::generate::Request::new(&adapt::WebDatasetFormat, 5)
     };
     adapt::generate(&request, &loose, &|_| {}).unwrap();
     let whole = adapt::engines::formats::WebDataset::open(
@@ -337,7 +336,7 @@ fn small_parquet(dir: &Path) -> std::path::PathBuf {
         count: Some(90),
         size: Some((24, 20)),
         classes: Some(3),
-        ..adapt::generate::Request::new(DatasetKind::Parquet, 5)
+        ..adapt::generate::Request::new(&adapt::ParquetFormat, 5)
     };
     adapt::generate(&request, &loose, &|_| {}).unwrap();
     let whole = Parquet::open(&loose.display().to_string(), &Default::default()).unwrap();
@@ -372,8 +371,8 @@ fn sharded_loose_data_loads_streams_shares_and_resumes() {
     let parquet = small_parquet(dir.path());
     let mut random = Vec::new();
     for spec in [
-        DatasetSpec::new("webdataset", &tars),
-        DatasetSpec::new("parquet", &parquet),
+        DatasetSpec::named("webdataset", &tars).unwrap(),
+        DatasetSpec::named("parquet", &parquet).unwrap(),
     ] {
         let opened = spec.open().unwrap();
         assert!(
@@ -405,7 +404,7 @@ fn the_interleave_knob_sets_the_shards_a_stream_reads_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let shards = small_webdataset(dir.path());
     let tars = format!("{}/p{{0..6}}-000000.tar", shards.display());
-    let pipeline = Pipeline::new(DatasetSpec::new("webdataset", &tars))
+    let pipeline = Pipeline::new(DatasetSpec::named("webdataset", &tars).unwrap())
         .with_transforms("random_resized_crop(16)")
         .unwrap()
         .with_output("u8")
@@ -457,7 +456,8 @@ fn the_interleave_knob_sets_the_shards_a_stream_reads_at_once() {
         "{err}"
     );
     packs_as_the_source(&pipeline.dataset, dir.path());
-    let pack = Pipeline::new(DatasetSpec::new("pack", dir.path().join("pack-webdataset")));
+    let pack =
+        Pipeline::new(DatasetSpec::named("pack", dir.path().join("pack-webdataset")).unwrap());
     let err = refusal(&pack, &opts(Some(12), Some(4)));
     assert!(err.contains("a pack streams one shard at a time"), "{err}");
 }
@@ -484,7 +484,7 @@ fn packs_as_the_source(spec: &DatasetSpec, dir: &Path) {
         &|_| {},
     )
     .unwrap();
-    let packed = DatasetSpec::new("pack", &dest).open().unwrap();
+    let packed = DatasetSpec::named("pack", &dest).unwrap().open().unwrap();
     let pack = packed.pack.unwrap();
     let loose = spec.open().unwrap().dataset;
     assert_eq!(pack.len(), loose.len(), "{}", spec.kind);
@@ -505,7 +505,7 @@ fn packs_as_the_source(spec: &DatasetSpec, dir: &Path) {
 /// The checks of [`sharded_loose_data_loads_streams_shares_and_resumes`]
 /// on one pipeline of 90 samples; returns its shuffled random-access epoch.
 fn loads_streams_shares_and_resumes(pipeline: &Pipeline) -> Vec<(Vec<usize>, Vec<u8>)> {
-    let kind = pipeline.dataset.kind.clone();
+    let kind = pipeline.dataset.kind;
     let opts = |workers, stream, rank: Option<(usize, usize)>| RunOptions {
         batch_size: 8,
         shuffle: true,
@@ -595,12 +595,12 @@ fn a_dataset_written_as_webdataset_shards_reads_back_as_its_samples() {
         count: Some(40),
         size: Some((20, 16)),
         classes: Some(4),
-        ..adapt::generate::Request::new(DatasetKind::ImageFolder, 6)
+        ..adapt::generate::Request::new(&adapt::ImageFolderFormat, 6)
     };
     adapt::generate(&request, &folder, &|_| {}).unwrap();
     // CIFAR-10 (pixels, written as PNG) and JPEGs (their files' bytes).
     for (kind, path) in [("cifar10", t.path().join("cifar")), ("imagefolder", folder)] {
-        let spec = DatasetSpec::new(kind, &path);
+        let spec = DatasetSpec::named(kind, &path).unwrap();
         let source = adapt::pack::Source::open(&spec).unwrap();
         let out = t.path().join(format!("wds-{kind}"));
         let o = adapt::pack::WebDatasetOut {
@@ -612,7 +612,7 @@ fn a_dataset_written_as_webdataset_shards_reads_back_as_its_samples() {
         let shards = adapt::pack::write_webdataset(&source, &out, &o, &|_| {}).unwrap();
         let want = samples_of(&spec);
         assert_eq!(shards.len(), want.len().div_ceil(64), "{kind}");
-        let got = samples_of(&DatasetSpec::new("webdataset", &out));
+        let got = samples_of(&DatasetSpec::named("webdataset", &out).unwrap());
         let order = adapt::engines::dataset::permutation(want.len(), 9, 0);
         assert_eq!(got.len(), want.len());
         for (at, &i) in order.iter().enumerate() {
@@ -635,8 +635,74 @@ fn a_dataset_written_as_webdataset_shards_reads_back_as_its_samples() {
         let left = std::fs::read_dir(&out).unwrap().count();
         assert_eq!(left, 1, "{kind}: only the new shard is left");
         assert_eq!(
-            samples_of(&DatasetSpec::new("webdataset", &out)).len(),
+            samples_of(&DatasetSpec::named("webdataset", &out).unwrap()).len(),
             want.len()
         );
+    }
+}
+
+/// Every format in the table opens its synthetic layout by name (written
+/// by `gen`, or made of other formats' layouts), and its normalisation is
+/// the format's own.
+#[test]
+fn every_format_in_the_table_opens_its_synthetic_layout() {
+    use adapt::Format;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, to: &Path| {
+        let request = adapt::generate::Request {
+            count: Some(20),
+            size: Some((40, 30)),
+            classes: Some(2),
+            ..adapt::generate::Request::new(name.parse::<adapt::FormatName>().unwrap(), 3)
+        };
+        adapt::generate(&request, to, &|_| {}).unwrap();
+    };
+    for format in adapt::FORMATS {
+        let name = format.name();
+        let path = dir.path().join(name);
+        let spec = match name {
+            "celeba+digiface" => {
+                write("celeba", &path.join("celeba"));
+                write("digiface", &path.join("digiface"));
+                DatasetSpec::named(name, &path).unwrap()
+            }
+            "pack" => {
+                write("cifar10", &dir.path().join("for-pack"));
+                let source = DatasetSpec::named("cifar10", dir.path().join("for-pack")).unwrap();
+                let source = adapt::pack::Source::open(&source).unwrap();
+                let (options, remote) = (
+                    adapt::PackOptions::default(),
+                    adapt::RemoteOptions::default(),
+                );
+                let dest = path.to_str().unwrap();
+                adapt::pack::write(&source, dest, &options, &remote, &|_| {}).unwrap();
+                DatasetSpec::named(name, &path).unwrap()
+            }
+            "concat" => {
+                write("cifar10", &path);
+                let part = DatasetSpec::named("cifar10", &path).unwrap();
+                DatasetSpec::concat(vec![part.clone(), part])
+            }
+            "parquet" if !adapt::PARQUET_ENABLED => continue,
+            _ => {
+                write(name, &path);
+                DatasetSpec::named(name, &path).unwrap()
+            }
+        };
+        let opened = spec.open().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            opened.dataset.len() >= 20,
+            "{name}: {}",
+            opened.dataset.len()
+        );
+        opened
+            .dataset
+            .get(0)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let expected = match name {
+            "pack" | "concat" => adapt::Cifar10Format.statistics(),
+            _ => format.statistics(),
+        };
+        assert_eq!(opened.normalize.0, expected.0.to_vec(), "{name}");
     }
 }
