@@ -558,9 +558,24 @@ fn reduce(callable: Value, args: Value) -> Result<Value, String> {
                 .collect::<Result<Vec<u8>, String>>()
                 .map(Value::Bytes)
         }
-        (c, _) => Err(format!(
-            "REDUCE of {}: not a call a data pickle makes",
-            c.kind()
+        (
+            Value::Global(Global::FromBuffer),
+            [Value::Bytes(b), Value::Dtype(_), Value::Tuple(dims), order],
+        ) => {
+            if order.text().as_deref() != Some("C") {
+                return Err("an array not in C order".into());
+            }
+            let shape = dims_of(dims)?;
+            check_size(&shape, b.len())?;
+            Ok(Value::Array {
+                shape,
+                data: b.clone(),
+            })
+        }
+        (c, args) => Err(format!(
+            "REDUCE of {} with ({}): not a call a data pickle makes",
+            c.kind(),
+            args.iter().map(Value::kind).collect::<Vec<_>>().join(", ")
         )),
     }
 }
@@ -633,6 +648,17 @@ mod tests {
             &Value::List(vec![Value::Int(1), Value::Int(300), Value::Int(-2)])
         );
         assert_eq!(v.get("name").unwrap().text().unwrap(), "x");
+    }
+
+    #[test]
+    fn a_protocol_5_array_reads() {
+        // pickle.dumps({'data': np.arange(6, dtype=np.uint8).reshape(2, 3)}, protocol=5)
+        let v = load(include_bytes!("pickle_p5_test.bin")).unwrap();
+        let want = Value::Array {
+            shape: vec![2, 3],
+            data: vec![0, 1, 2, 3, 4, 5],
+        };
+        assert_eq!(v.get("data"), Some(&want));
     }
 
     #[test]
