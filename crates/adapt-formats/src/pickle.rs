@@ -588,7 +588,9 @@ fn build(obj: &mut Value, state: Value) -> Result<(), String> {
             let Value::Tuple(s) = state else {
                 return Err(format!("an array's state is {}", state.kind()));
             };
-            let [_, Value::Tuple(dims), Value::Dtype(_), order, raw] = s.as_slice() else {
+            let Ok([_, Value::Tuple(dims), Value::Dtype(_), order, raw]) =
+                <[Value; 5]>::try_from(s)
+            else {
                 return Err(
                     "an array's state is not (version, shape, uint8 dtype, order, bytes)".into(),
                 );
@@ -596,12 +598,12 @@ fn build(obj: &mut Value, state: Value) -> Result<(), String> {
             if matches!(order, Value::Bool(true) | Value::Int(1)) {
                 return Err("a Fortran-ordered array".into());
             }
-            let dims_out = dims_of(dims)?;
+            let dims_out = dims_of(&dims)?;
             let Value::Bytes(bytes) = raw else {
                 return Err(format!("an array's data is {}", raw.kind()));
             };
             check_size(&dims_out, bytes.len())?;
-            (*shape, *data) = (dims_out, bytes.clone());
+            (*shape, *data) = (dims_out, bytes);
             Ok(())
         }
         other => Err(format!("BUILD on {}", other.kind())),

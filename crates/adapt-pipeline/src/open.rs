@@ -80,12 +80,6 @@ impl DatasetSpec {
         }
     }
 
-    /// The format's default fields where it has named parts, unless the
-    /// spec chose its own.
-    pub fn fields_or_default(&self) -> Option<SampleFields> {
-        self.fields.clone().or_else(|| self.kind.format().fields())
-    }
-
     /// Opens the data.
     pub fn open(&self) -> Result<OpenedDataset, PipelineError> {
         let opened = self.kind.format().open(self)?;

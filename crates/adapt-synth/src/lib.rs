@@ -101,15 +101,7 @@ pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<
     // Test indices follow train indices so no two images share a seed.
     files.push(("test_batch.bin".into(), spec.train, spec.test));
     files.par_iter().try_for_each(|(name, start, n)| {
-        let records: Vec<(u8, Vec<u8>)> = (*start..start + n)
-            .map(|i| {
-                let mut p = Painter::new(spec.seed, "cifar10", i as u64);
-                let label = p.below(10) as u8;
-                let hwc = p.photo(32, 32, label as u64);
-                progress(1);
-                (label, hwc_to_planar(&hwc, 32 * 32))
-            })
-            .collect();
+        let records = cifar_records(spec.seed, "cifar10", 10, *start..start + n, progress);
         write_batch(
             &dir.join(name),
             records.iter().map(|(l, px)| (*l, px.as_slice())),
@@ -117,6 +109,26 @@ pub fn cifar10(dir: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Result<
     })?;
     write_meta(dir, &CIFAR10_CLASSES)?;
     Ok(())
+}
+
+/// CIFAR records `indices` of `dataset` (its name seeds the painter):
+/// (label below `classes`, 3072 planar bytes).
+fn cifar_records(
+    seed: u64,
+    dataset: &str,
+    classes: u64,
+    indices: std::ops::Range<usize>,
+    progress: Progress<'_>,
+) -> Vec<(u8, Vec<u8>)> {
+    indices
+        .map(|i| {
+            let mut p = Painter::new(seed, dataset, i as u64);
+            let label = p.below(classes) as u8;
+            let hwc = p.photo(32, 32, u64::from(label));
+            progress(1);
+            (label, hwc_to_planar(&hwc, 32 * 32))
+        })
+        .collect()
 }
 
 /// Writes CIFAR-100 as torchvision downloads it into `root`:
@@ -133,15 +145,7 @@ pub fn cifar100(root: &Path, spec: Cifar10Spec, progress: Progress<'_>) -> Resul
     create_dir(&dir)?;
     let files = [("train", 0, spec.train), ("test", spec.train, spec.test)];
     files.par_iter().try_for_each(|(name, start, n)| {
-        let records: Vec<(u8, Vec<u8>)> = (*start..start + n)
-            .map(|i| {
-                let mut p = Painter::new(spec.seed, "cifar100", i as u64);
-                let label = p.below(100) as u8;
-                let hwc = p.photo(32, 32, label as u64);
-                progress(1);
-                (label, hwc_to_planar(&hwc, 32 * 32))
-            })
-            .collect();
+        let records = cifar_records(spec.seed, "cifar100", 100, *start..start + n, progress);
         let records: Vec<(u8, &[u8])> = records.iter().map(|(l, px)| (*l, px.as_slice())).collect();
         adapt_formats::write_batch_pickle(&dir.join(name), true, &records)
     })?;

@@ -24,12 +24,7 @@ impl Format for Cifar10Format {
 
     fn open(&self, spec: &DatasetSpec) -> Result<OpenedDataset, PipelineError> {
         local_folder(&spec.path, self.name())?;
-        let split = if spec.test_split {
-            Split::Test
-        } else {
-            Split::Train
-        };
-        let c = Cifar10::open(&spec.path, split)?;
+        let c = Cifar10::open(&spec.path, split(spec))?;
         let class_names = Some(c.classes().to_vec());
         Ok(OpenedDataset {
             class_names,
@@ -56,16 +51,20 @@ impl Format for Cifar100Format {
 
     fn open(&self, spec: &DatasetSpec) -> Result<OpenedDataset, PipelineError> {
         local_folder(&spec.path, self.name())?;
-        let split = if spec.test_split {
-            Split::Test
-        } else {
-            Split::Train
-        };
-        let c = adapt_formats::Cifar100::open(&spec.path, split)?;
+        let c = adapt_formats::Cifar100::open(&spec.path, split(spec))?;
         let class_names = Some(c.classes().to_vec());
         Ok(OpenedDataset {
             class_names,
             ..OpenedDataset::plain(Arc::new(c), normalize_of(self))
         })
+    }
+}
+
+/// The split `spec` names: the test split or the training one.
+fn split(spec: &DatasetSpec) -> Split {
+    if spec.test_split {
+        Split::Test
+    } else {
+        Split::Train
     }
 }

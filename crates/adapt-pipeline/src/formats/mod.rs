@@ -210,6 +210,21 @@ mod tests {
     }
 
     #[test]
+    fn a_local_layout_in_a_store_is_refused_naming_the_formats_read_from_stores() {
+        let path = std::path::Path::new("s3://bucket/cifar");
+        let e = files::local_folder(path, "cifar10")
+            .unwrap_err()
+            .to_string();
+        for format in FORMATS {
+            assert_eq!(
+                e.contains(format.name()),
+                format.remote() || format.name() == "cifar10",
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
     fn names_are_unique() {
         let mut names: Vec<_> = FORMATS.iter().map(|f| f.name()).collect();
         names.sort_unstable();
