@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 /// store, or when it does not exist.
 pub(super) fn local_folder(path: &Path, name: &str) -> Result<(), PipelineError> {
     if path.to_str().is_some_and(adapt_remote::is_remote) {
+        // Packs are named first: they are what the message recommends.
         let remote: Vec<&str> = super::FORMATS
             .iter()
-            .filter(|f| f.remote())
+            .filter(|f| f.remote() && f.name() != "pack")
             .map(|f| f.name())
             .collect();
         return Err(PipelineError::Option(format!(
-            "{}: --dataset {name} reads local files; only {} are read from object storage \
+            "{}: --dataset {name} reads local files; only packs and {} files are read from object storage \
              (pack the source with `pack --out s3://…` and open it as --dataset pack)",
             path.display(),
             super::or_list(&remote)
