@@ -7,7 +7,7 @@
 use adapt_benches::{celeba, cifar10};
 use adapt_dataset::Dataset;
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, Split};
-use adapt_loader::{Loader, LoaderConfig};
+use adapt_loader::{Loader, LoaderConfig, LoaderKnobs};
 use adapt_transform::Normalize;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -16,10 +16,13 @@ use std::time::Duration;
 
 fn epoch(ds: &Arc<dyn Dataset>, batch_size: usize, workers: usize, normalize: &Normalize) -> usize {
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            prefetch_factor: (workers > 0).then_some(2),
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size,
         shuffle: true,
-        num_workers: workers,
-        prefetch_factor: (workers > 0).then_some(2),
         normalize: Some(normalize.clone()),
         ..LoaderConfig::default()
     };
@@ -131,11 +134,14 @@ fn packs(c: &mut Criterion) {
                         _ => None,
                     };
                     let config = LoaderConfig {
+                        knobs: LoaderKnobs {
+                            num_workers: 2,
+                            prefetch_factor: Some(2),
+                            ..LoaderKnobs::DEFAULT
+                        },
                         batch_size: 128,
                         shuffle: true,
                         sampler,
-                        num_workers: 2,
-                        prefetch_factor: Some(2),
                         normalize: Some(norm.clone()),
                         ..LoaderConfig::default()
                     };

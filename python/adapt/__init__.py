@@ -276,9 +276,9 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.worker_method = "thread"
         self._pipeline_json = _pipeline(dataset, transform, output, exact_decode)
-        options = dict(batch_size=batch_size, shuffle=self.shuffle, num_workers=num_workers,
-                       prefetch_factor=prefetch_factor, pin_memory=bool(pin_memory),
-                       persistent_workers=bool(persistent_workers), drop_last=bool(drop_last),
+        knobs = dict(num_workers=num_workers, prefetch_factor=prefetch_factor,
+                     pin_memory=bool(pin_memory), persistent_workers=bool(persistent_workers))
+        options = dict(batch_size=batch_size, shuffle=self.shuffle, knobs=knobs, drop_last=bool(drop_last),
                        seed=seed, rank=rank, world_size=world,
                        timeout=float(timeout) if timeout else None, stream=stream,
                        autotune=bool(autotune),
@@ -406,7 +406,8 @@ class DataLoader:
     def autotune_status(self):
         """With autotune: {"settled": (num_workers, prefetch_factor) or None,
         "current": (num_workers, prefetch_factor), "tried": [((num_workers,
-        prefetch_factor), mean wait seconds), ...]}; None without."""
+        prefetch_factor), mean wait seconds), ...]} (prefetch_factor None with
+        0 workers, as PyTorch has it); None without."""
         return self._backend.autotune_status()
 
     def stats(self):

@@ -541,7 +541,7 @@ class Worker:
             image, label = split_sample(fetch(job["dataset"], job["seed"], epoch, index, per_sample), index)
             t1 = time.perf_counter()
             pixels, planar = image_of(image, index)
-            steps.write(pixels, planar, job["seed"], epoch, index, flat, base + j * size)
+            steps.write(pixels, planar, (job["seed"], epoch, index), flat, base + j * size)
             views[1][j] = label
             clock[0] += t1 - t0
             clock[1] += time.perf_counter() - t1

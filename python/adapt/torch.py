@@ -273,9 +273,10 @@ def tune(dataset, batch_size=128, *, collate_fn=None, sampler=None, shuffle=True
                    trial_seconds=trial_seconds, noise_repeats=noise_repeats,
                    step_ms=step_ms if step is None else None)
     with _progress_printer(progress) as show:
-        text = _tune_trials(trials, _length(dataset), _identity(dataset, key),
-                            json.dumps(description), options, gpu,
-                            _batch_bytes(dataset, max(sizes)), show)
+        data = dict(len=_length(dataset), identity=_identity(dataset, key),
+                    description=description, gpu=gpu,
+                    batch_bytes=_batch_bytes(dataset, max(sizes)))
+        text = _tune_trials(trials, json.dumps(data), options, show)
     if report is not None:
         from ._adapt import report_page
 

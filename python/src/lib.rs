@@ -262,10 +262,8 @@ fn detached<T: Send>(
 struct LoaderOptions {
     batch_size: usize,
     shuffle: bool,
-    num_workers: usize,
-    prefetch_factor: Option<usize>,
-    pin_memory: bool,
-    persistent_workers: bool,
+    /// PyTorch's four knobs, by their names (adapt::LoaderKnobs).
+    knobs: adapt::LoaderKnobs,
     drop_last: bool,
     seed: u64,
     rank: Option<usize>,
@@ -306,10 +304,7 @@ impl LoaderOptions {
         Ok(RunOptions {
             batch_size: self.batch_size,
             shuffle: self.shuffle,
-            num_workers: self.num_workers,
-            prefetch_factor: self.prefetch_factor,
-            pin_memory: self.pin_memory,
-            persistent_workers: self.persistent_workers,
+            knobs: self.knobs,
             drop_last: self.drop_last,
             seed: self.seed,
             distributed,
@@ -363,15 +358,15 @@ impl RawLoader {
         &self,
     ) -> PyResult<
         Option<(
-            Option<(usize, usize)>,
-            Vec<((usize, usize), f64)>,
-            (usize, usize),
+            Option<(usize, Option<usize>)>,
+            Vec<((usize, Option<usize>), f64)>,
+            (usize, Option<usize>),
         )>,
     > {
         self.with_run(|run| {
             Ok(run.autotune().map(|a| {
                 let t = a.tuner();
-                let pair = |k: &adapt::Knobs| (k.num_workers, k.prefetch_factor);
+                let pair = |k: &adapt::LoaderKnobs| (k.num_workers, k.prefetch_factor);
                 (
                     t.settled().as_ref().map(pair),
                     t.tried().iter().map(|(k, w)| (pair(k), *w)).collect(),

@@ -4,7 +4,7 @@
 //! sample's row of the pooled batch buffer, without the GIL.
 
 use crate::py_error;
-use adapt::{SampleSteps, Shape, StepScratch};
+use adapt::{Layout, SampleSteps, SampleView, Shape, StepScratch};
 use numpy::{PyReadonlyArrayDyn, PyReadwriteArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -42,17 +42,14 @@ impl Steps {
     }
 
     /// Runs the steps on `image` (u8, C-contiguous, HWC or, with `planar`,
-    /// CHW), seeded from (seed, epoch, key), and writes the sample into
-    /// `out[offset:offset + sample_bytes]`.
-    #[allow(clippy::too_many_arguments)]
+    /// CHW), seeded from `draw` = (seed, epoch, key), and writes the sample
+    /// into `out[offset:offset + sample_bytes]`.
     fn write(
         &self,
         py: Python<'_>,
         image: PyReadonlyArrayDyn<'_, u8>,
         planar: bool,
-        seed: u64,
-        epoch: u64,
-        key: u64,
+        draw: (u64, u64, u64),
         mut out: PyReadwriteArray1<'_, u8>,
         offset: usize,
     ) -> PyResult<()> {
@@ -83,7 +80,18 @@ impl Steps {
         py.detach(|| {
             SCRATCH.with(|s| {
                 let mut s = s.borrow_mut();
-                steps.write(pixels, shape, planar, (seed, epoch, key), dst, &mut s)
+                let layout = if planar {
+                    Layout::Planar
+                } else {
+                    Layout::Interleaved
+                };
+                let view = SampleView {
+                    pixels,
+                    shape,
+                    layout,
+                    label: 0,
+                };
+                steps.write(view, draw, dst, &mut s)
             })
         })
         .map_err(py_error)

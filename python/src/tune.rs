@@ -5,8 +5,8 @@
 
 use crate::{AdaptError, pipeline, py_error};
 use adapt::{
-    Knobs, Measured, SpaceKind, TrialData, TrialFailure, TrialRequest, TrialRunner, TrialSpec,
-    TuneOptions,
+    LoaderKnobs, Measured, SpaceKind, TrialData, TrialFailure, TrialRequest, TrialRunner,
+    TrialSpec, TuneOptions,
 };
 use pyo3::exceptions::{PyKeyboardInterrupt, PySystemExit};
 use pyo3::prelude::*;
@@ -206,35 +206,23 @@ fn measured(py: Python<'_>, v: &Py<PyAny>) -> Option<Measured> {
     (tag == "cut_short").then_some(Measured::CutShort(s))
 }
 
-/// Tunes a loader Python runs: `trial` (see `PythonTrials`) over a dataset
-/// of `len` samples whose profile key is `identity`; `description_json`
-/// is what the report says of it; `gpu` the accelerator torch sees (None:
-/// pin_memory fixed off); `batch_bytes` one batch's size when known.
-/// Returns the report as JSON text.
+/// Tunes a loader Python runs: `trial` (see `PythonTrials`) over the data
+/// `data_json` describes ([`TrialData`] as JSON: `len`, `identity` its
+/// profile key, `description` what the report says of it, `gpu` the
+/// accelerator torch sees (None: pin_memory fixed off), `batch_bytes` one
+/// batch's size when known). Returns the report as JSON text.
 #[pyfunction]
-#[pyo3(signature = (trial, len, identity, description_json, options, gpu=None, batch_bytes=None, progress=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (trial, data_json, options, progress=None))]
 fn tune_trials(
     py: Python<'_>,
     trial: Py<PyAny>,
-    len: usize,
-    identity: String,
-    description_json: &str,
+    data_json: &str,
     options: &Bound<'_, PyDict>,
-    gpu: Option<String>,
-    batch_bytes: Option<u64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let options = self::options(options)?;
-    let description = serde_json::from_str(description_json)
-        .map_err(|e| AdaptError::new_err(format!("description: {e}")))?;
-    let data = TrialData {
-        len,
-        identity,
-        description,
-        gpu,
-        batch_bytes,
-    };
+    let data: TrialData = serde_json::from_str(data_json)
+        .map_err(|e| AdaptError::new_err(format!("trial data: {e}")))?;
     let pending = Pending::default();
     let show = progress_to(progress, Arc::clone(&pending));
     let mut runner = PythonTrials {
@@ -248,18 +236,13 @@ fn tune_trials(
 /// Knobs as `torch.utils.data.DataLoader` keyword arguments: without
 /// workers `prefetch_factor` is None and `persistent_workers` False, as
 /// PyTorch requires.
-fn knobs_dict<'py>(py: Python<'py>, k: &Knobs) -> PyResult<Bound<'py, PyDict>> {
+fn knobs_dict<'py>(py: Python<'py>, k: &LoaderKnobs) -> PyResult<Bound<'py, PyDict>> {
+    let k = k.canonical();
     let d = PyDict::new(py);
     d.set_item("num_workers", k.num_workers)?;
-    d.set_item(
-        "prefetch_factor",
-        (k.num_workers > 0).then_some(k.prefetch_factor),
-    )?;
+    d.set_item("prefetch_factor", k.prefetch_factor)?;
     d.set_item("pin_memory", k.pin_memory)?;
-    d.set_item(
-        "persistent_workers",
-        k.num_workers > 0 && k.persistent_workers,
-    )?;
+    d.set_item("persistent_workers", k.persistent_workers)?;
     Ok(d)
 }
 

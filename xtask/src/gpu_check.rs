@@ -16,7 +16,7 @@
 //! 2048-batches ≥ 90% of the 256 MiB pinned figure; pinned ≥ 1.5× pageable.
 
 use adapt::engines::loader::{Batch, LoaderError};
-use adapt::{COPY_DEPTH, Device, Pipeline, Run, RunOptions, TransferEngine};
+use adapt::{COPY_DEPTH, Device, LoaderKnobs, Pipeline, Run, RunOptions, TransferEngine};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -148,12 +148,14 @@ fn check_batch_size(
     // counters are the ones reported), sized by the shared rule.
     let make = |pin: bool| -> anyhow::Result<Run> {
         let options = RunOptions {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                prefetch_factor: Some(2),
+                persistent_workers: true,
+                pin_memory: pin,
+            },
             batch_size,
             shuffle: true,
-            num_workers: workers,
-            prefetch_factor: Some(2),
-            persistent_workers: true,
-            pin_memory: pin,
             device: Device::Cuda(0),
             ..RunOptions::default()
         };

@@ -10,7 +10,7 @@
 
 use adapt::engines::remote::testing::{Fault, S3Server};
 use adapt::generate::Request;
-use adapt::{DatasetSpec, PackOptions, Pipeline, RemoteOptions, Run, RunOptions};
+use adapt::{DatasetSpec, LoaderKnobs, PackOptions, Pipeline, RemoteOptions, Run, RunOptions};
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -341,8 +341,7 @@ impl Soak {
             batch_size: 32,
             shuffle: true,
             seed: 5,
-            num_workers: knobs.0,
-            prefetch_factor: (knobs.0 > 0).then_some(knobs.1),
+            knobs: LoaderKnobs::workers(knobs.0, knobs.1),
             stream: stream.then_some(96),
             ..RunOptions::default()
         }
@@ -432,7 +431,7 @@ impl Soak {
             if let Some((at, (w, p))) = plan.reconfigure
                 && at == n
             {
-                run.reconfigure(w, (w > 0).then_some(p))?;
+                run.reconfigure(LoaderKnobs::workers(w, p))?;
                 self.report.reconfigures += 1;
             }
             if let Some((fault, at)) = plan.outage

@@ -1,14 +1,11 @@
 //! The loader's configuration: PyTorch's knobs, the sampler, the transform
 //! and the output.
 
-use crate::LoaderError;
+use crate::{LoaderError, LoaderKnobs};
 use adapt_dataset::ScaledDecode;
 use adapt_transform::{Compose, Normalize};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The most worker threads a loader starts.
-pub const MAX_WORKERS: usize = 1024;
 
 /// What to do with a sample whose read fails.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,16 +103,9 @@ pub struct LoaderConfig {
     pub distributed: Option<Distributed>,
     /// A custom order instead of `shuffle` / `distributed`.
     pub sampler: Option<Arc<dyn Sampler>>,
-    /// Worker threads; 0 loads in the calling thread.
-    pub num_workers: usize,
-    /// Batches in flight per worker; `None` means 2 with workers. Setting it
-    /// with 0 workers is an error, as in PyTorch.
-    pub prefetch_factor: Option<usize>,
-    /// Collate into page-locked buffers (from the provider given to
-    /// [`Loader::with_buffers`](crate::Loader::with_buffers)).
-    pub pin_memory: bool,
-    /// Keep workers and their state across epochs (needs workers).
-    pub persistent_workers: bool,
+    /// PyTorch's four knobs. Pinned buffers come from the provider given
+    /// to [`Loader::with_buffers`](crate::Loader::with_buffers).
+    pub knobs: LoaderKnobs,
     /// How long to wait for one batch before failing; `None` waits forever.
     pub timeout: Option<Duration>,
     /// What a failing sample does.
@@ -151,10 +141,7 @@ impl Default for LoaderConfig {
             seed: 0,
             distributed: None,
             sampler: None,
-            num_workers: 0,
-            prefetch_factor: None,
-            pin_memory: false,
-            persistent_workers: false,
+            knobs: LoaderKnobs::DEFAULT,
             timeout: None,
             on_error: ErrorPolicy::Fail,
             transforms: None,
@@ -168,18 +155,10 @@ impl Default for LoaderConfig {
 }
 
 impl LoaderConfig {
-    /// The effective prefetch factor (0 without workers).
-    pub fn effective_prefetch(&self) -> usize {
-        if self.num_workers == 0 {
-            0
-        } else {
-            self.prefetch_factor.unwrap_or(2)
-        }
-    }
-
-    /// Batches built ahead of the consumer at most ([`max_in_flight`]).
+    /// Batches built ahead of the consumer at most
+    /// ([`LoaderKnobs::max_in_flight`]).
     pub fn max_in_flight(&self) -> usize {
-        max_in_flight(self.num_workers, self.prefetch_factor)
+        self.knobs.max_in_flight()
     }
 
     /// Samples this rank sees per epoch, for a dataset of `len` samples.
@@ -211,23 +190,7 @@ impl LoaderConfig {
         if self.batch_size == 0 {
             return bad("batch_size must be at least 1".into());
         }
-        if self.num_workers == 0 && self.prefetch_factor.is_some() {
-            return bad(
-                "prefetch_factor can only be set with num_workers > 0 (as in PyTorch)".into(),
-            );
-        }
-        if self.prefetch_factor == Some(0) {
-            return bad("prefetch_factor must be at least 1".into());
-        }
-        if self.num_workers > MAX_WORKERS {
-            return bad(format!(
-                "num_workers {} is more threads than any machine runs usefully (at most {MAX_WORKERS})",
-                self.num_workers
-            ));
-        }
-        if self.num_workers == 0 && self.persistent_workers {
-            return bad("persistent_workers needs num_workers > 0 (as in PyTorch)".into());
-        }
+        self.knobs.check().map_err(LoaderError::InvalidConfig)?;
         if let Some(d) = self.distributed
             && (d.world_size == 0 || d.rank >= d.world_size)
         {
@@ -242,26 +205,6 @@ impl LoaderConfig {
         if len == 0 {
             return bad("the dataset is empty".into());
         }
-        // Guard the in-flight bound's arithmetic against absurd values.
-        if self
-            .num_workers
-            .checked_mul(self.effective_prefetch())
-            .is_none_or(|n| n > 1 << 24)
-        {
-            return bad(format!(
-                "num_workers {} × prefetch_factor {} is not a usable number of batches in flight",
-                self.num_workers,
-                self.effective_prefetch()
-            ));
-        }
         Ok(())
     }
-}
-
-/// Batches built ahead of the consumer at most under these knobs:
-/// `num_workers × prefetch_factor` (PyTorch's default 2 when `None`), and
-/// with 0 workers the one being built — the one rule the loader, the
-/// tuner's memory budget and a pack's frame cache size by.
-pub fn max_in_flight(num_workers: usize, prefetch_factor: Option<usize>) -> usize {
-    (num_workers * prefetch_factor.unwrap_or(2)).max(1)
 }

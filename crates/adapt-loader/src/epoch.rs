@@ -184,7 +184,7 @@ impl EpochCore {
                 "the sampler gave index {bad} for a dataset of {len}"
             )));
         }
-        let builders = match (&loader.persistent, config.num_workers) {
+        let builders = match (&loader.persistent, config.knobs.num_workers) {
             (_, 0) => Builders::Inline(inline_state()),
             (Some(w), _) => {
                 // This epoch is now the one the persistent workers serve.
@@ -212,7 +212,7 @@ impl EpochCore {
             segments,
             stats: config
                 .stage_timing
-                .then(|| Arc::new(EpochStats::new(config.num_workers))),
+                .then(|| Arc::new(EpochStats::new(config.knobs.num_workers))),
         };
         e.fill();
         Ok(e)

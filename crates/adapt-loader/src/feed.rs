@@ -3,7 +3,7 @@
 //! one dropped (its workers' tasks cancelled) before the next starts.
 
 use crate::epoch::EpochCore;
-use crate::{Batch, Loader, LoaderError, LoaderState, Segment, StageStats};
+use crate::{Batch, Loader, LoaderError, LoaderKnobs, LoaderState, Segment, StageStats};
 
 /// A [`Loader`] with its current epoch.
 pub struct Feed {
@@ -82,14 +82,10 @@ impl Feed {
     /// epoch (if any) is checkpointed, its workers stopped, and it resumes
     /// on a loader with the new knobs — the same batches follow, byte for
     /// byte; the batches prefetched so far are built again.
-    pub fn reconfigure(
-        &mut self,
-        num_workers: usize,
-        prefetch_factor: Option<usize>,
-    ) -> Result<(), LoaderError> {
+    pub fn reconfigure(&mut self, knobs: LoaderKnobs) -> Result<(), LoaderError> {
         let state = self.state();
         self.epoch = None;
-        self.loader = self.loader.reconfigured(num_workers, prefetch_factor)?;
+        self.loader = self.loader.reconfigured(knobs)?;
         if let Some(s) = state {
             self.resume(&s)?;
         }

@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use adapt_dataset::{Dataset, Sample, Error, Read};
-//! use adapt_loader::{Loader, LoaderConfig};
+//! use adapt_loader::{Loader, LoaderConfig, LoaderKnobs};
 //! use std::sync::Arc;
 //!
 //! struct Tiny;
@@ -38,7 +38,11 @@
 //!     fn sample_shape(&self) -> Option<adapt_dataset::Shape> { Some(adapt_dataset::Shape::new(2, 2, 3)) }
 //! }
 //!
-//! let config = LoaderConfig { batch_size: 4, num_workers: 2, ..LoaderConfig::default() };
+//! let config = LoaderConfig {
+//!     batch_size: 4,
+//!     knobs: LoaderKnobs { num_workers: 2, ..LoaderKnobs::DEFAULT },
+//!     ..LoaderConfig::default()
+//! };
 //! let mut loader = Loader::new(Arc::new(Tiny), config).unwrap();
 //! let sizes: Vec<usize> = loader.epoch(0).unwrap().map(|b| b.unwrap().len()).collect();
 //! assert_eq!(sizes, [4, 4, 2]);
@@ -50,6 +54,7 @@ mod config;
 mod epoch;
 mod error;
 mod feed;
+mod knobs;
 mod plan;
 mod pool;
 mod resume;
@@ -59,10 +64,11 @@ mod worker;
 
 pub use batch::Batch;
 pub use collate::{collate_sample, transform_read};
-pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler, max_in_flight};
+pub use config::{Distributed, ErrorPolicy, LoaderConfig, OutputFormat, Sampler};
 pub use epoch::{Epoch, POLL};
 pub use error::LoaderError;
 pub use feed::Feed;
+pub use knobs::{DEFAULT_PREFETCH, LoaderKnobs, MAX_WORKERS};
 pub use plan::{EpochPlan, Plan};
 pub use pool::{AlignedBytes, BufferProvider, HeapBuffers, HostBuffer};
 pub use resume::{Launch, LoaderState, Segment};
@@ -118,7 +124,7 @@ impl Loader {
                 shape.channels
             )));
         }
-        let provider: Arc<dyn BufferProvider> = match (config.pin_memory, pinned) {
+        let provider: Arc<dyn BufferProvider> = match (config.knobs.pin_memory, pinned) {
             (true, Some(p)) => p,
             _ => Arc::new(HeapBuffers),
         };
@@ -140,7 +146,7 @@ impl Loader {
             policy: config.on_error,
             spin: {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                if config.num_workers < cores {
+                if config.knobs.num_workers < cores {
                     worker::SPIN
                 } else {
                     std::time::Duration::ZERO
@@ -148,8 +154,8 @@ impl Loader {
             },
             live: std::sync::atomic::AtomicUsize::new(0),
         });
-        let persistent = if config.persistent_workers {
-            Some(Arc::new(Workers::spawn(&ctx, config.num_workers)?))
+        let persistent = if config.knobs.persistent_workers {
+            Some(Arc::new(Workers::spawn(&ctx, config.knobs.num_workers)?))
         } else {
             None
         };
@@ -208,18 +214,17 @@ impl Loader {
     }
 
     /// A loader like this one (same dataset, pipeline, batching, seed and
-    /// buffer provider) with other worker knobs. Batches do not depend on
-    /// the knobs, so an epoch resumed on it from this loader's checkpoint
-    /// goes on with the same data.
-    pub fn reconfigured(
-        &self,
-        num_workers: usize,
-        prefetch_factor: Option<usize>,
-    ) -> Result<Self, LoaderError> {
+    /// buffer provider) with other worker knobs; `pin_memory` stays as it
+    /// was (the buffers' provider was chosen at construction). Batches do
+    /// not depend on the knobs, so an epoch resumed on it from this
+    /// loader's checkpoint goes on with the same data.
+    pub fn reconfigured(&self, knobs: LoaderKnobs) -> Result<Self, LoaderError> {
         let mut config = (*self.config).clone();
-        config.num_workers = num_workers;
-        config.prefetch_factor = (num_workers > 0).then_some(prefetch_factor.unwrap_or(2));
-        config.persistent_workers = num_workers > 0 && config.persistent_workers;
+        config.knobs = LoaderKnobs {
+            pin_memory: config.knobs.pin_memory,
+            ..knobs
+        }
+        .canonical();
         Self::with_buffers(
             Arc::clone(&self.ctx.dataset),
             config,

@@ -151,7 +151,7 @@ impl OpenedDataset {
         interleave: Option<usize>,
         config: &adapt_loader::LoaderConfig,
     ) -> Result<Option<Arc<dyn adapt_loader::Sampler>>, PipelineError> {
-        let (num_workers, prefetch_factor) = (config.num_workers, config.prefetch_factor);
+        let knobs = config.knobs;
         let (seed, batch_size) = (config.seed, config.batch_size);
         let (rank, world) = config
             .distributed
@@ -161,7 +161,7 @@ impl OpenedDataset {
             (Some(buffer), Some(pack), _) => {
                 // Every frame the buffer and the batches in flight touch stays
                 // decompressed, so each frame is read once per epoch.
-                let in_flight = adapt_loader::max_in_flight(num_workers, prefetch_factor) + 1;
+                let in_flight = knobs.batches_in_memory();
                 let samples = buffer.saturating_add(in_flight.saturating_mul(batch_size));
                 pack.set_cache_frames(pack.frames_for(samples));
                 let order = ShardStream::new(pack, seed, buffer).with_rank(rank, world);
@@ -177,7 +177,7 @@ impl OpenedDataset {
                 "--stream reads sharded data only (--dataset pack, webdataset or parquet)".into(),
             )),
             (None, Some(pack), _) => {
-                pack.set_cache_frames(pack.frames_for(num_workers.max(1) * 2));
+                pack.set_cache_frames(pack.frames_for(knobs.num_workers.max(1) * 2));
                 Ok(None)
             }
             (None, None, _) => Ok(None),

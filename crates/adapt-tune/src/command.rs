@@ -1,7 +1,7 @@
 //! Tuning an external program (a PyTorch training script, say) by its wall
 //! time: the knobs are substituted into a shell command line.
 
-use crate::{KnobSpace, Knobs};
+use crate::{Dim, KnobSpace, LoaderKnobs};
 use adapt_search::{Config, Objective, TrialError};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -78,18 +78,16 @@ impl TrialLimit {
     }
 }
 
-/// The placeholders a command template may use; it must use one at least.
-/// `{kwargs}` is the four as a JSON object of `torch.utils.data.DataLoader`
-/// keyword arguments (`prefetch_factor` null and `persistent_workers`
-/// false without workers, as PyTorch requires), for
-/// `DataLoader(ds, **json.loads(sys.argv[1]))`.
-pub const PLACEHOLDERS: [&str; 5] = [
-    "{num_workers}",
-    "{prefetch_factor}",
-    "{pin_memory}",
-    "{persistent_workers}",
-    "{kwargs}",
-];
+/// The placeholders a command template may use; it must use one at least:
+/// each knob's name in braces (`{num_workers}` …) and `{kwargs}`, the
+/// knobs as a JSON object of `torch.utils.data.DataLoader` keyword
+/// arguments (canonical: no prefetch factor or persistence without
+/// workers, as PyTorch requires), for `DataLoader(ds,
+/// **json.loads(sys.argv[1]))`.
+pub fn placeholders() -> Vec<String> {
+    let knobs = Dim::ALL.map(|d| format!("{{{}}}", d.name()));
+    knobs.into_iter().chain(["{kwargs}".to_owned()]).collect()
+}
 
 /// Seconds as the limit's messages write them: milliseconds under one.
 fn seconds_text(d: Duration) -> String {
@@ -164,27 +162,14 @@ impl CommandObjective {
         }
     }
 
-    /// The command line for some knobs: integers as digits (the prefetch
-    /// factor is 2, PyTorch's default, without workers, so `int()` always
-    /// reads it), booleans in PyTorch's spelling, `{kwargs}` as JSON.
-    pub fn command_line(&self, k: &Knobs) -> String {
-        let py = |b: bool| if b { "True" } else { "False" };
-        let workers = k.num_workers > 0;
-        let kwargs = serde_json::json!({
-            "num_workers": k.num_workers,
-            "prefetch_factor": workers.then_some(k.prefetch_factor),
-            "pin_memory": k.pin_memory,
-            "persistent_workers": workers && k.persistent_workers,
+    /// The command line for some knobs: each knob as Python writes it
+    /// ([`Dim::python_value`]), `{kwargs}` as JSON.
+    pub fn command_line(&self, k: &LoaderKnobs) -> String {
+        let kwargs = serde_json::to_string(&k.canonical()).unwrap_or_default();
+        let line = Dim::ALL.iter().fold(self.template.clone(), |line, d| {
+            line.replace(&format!("{{{}}}", d.name()), &d.python_value(k))
         });
-        self.template
-            .replace("{num_workers}", &k.num_workers.to_string())
-            .replace(
-                "{prefetch_factor}",
-                &if workers { k.prefetch_factor } else { 2 }.to_string(),
-            )
-            .replace("{pin_memory}", py(k.pin_memory))
-            .replace("{persistent_workers}", py(workers && k.persistent_workers))
-            .replace("{kwargs}", &kwargs.to_string())
+        line.replace("{kwargs}", &kwargs)
     }
 
     /// The same objective with another per-trial time limit.
@@ -217,7 +202,7 @@ impl CommandObjective {
         self.slowest_ns.fetch_max(ns, Ordering::Relaxed);
     }
 
-    fn run(&self, k: &Knobs) -> Result<f64, TrialError> {
+    fn run(&self, k: &LoaderKnobs) -> Result<f64, TrialError> {
         let line = self.command_line(k);
         let timeout = self.limit_now();
         let watch = SignalWatch::new();

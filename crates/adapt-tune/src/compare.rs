@@ -4,22 +4,22 @@
 
 use crate::options::Progress;
 use crate::report::TraceEntry;
-use crate::{ConfigTime, Knobs, TuneError};
+use crate::{ConfigTime, LoaderKnobs, TuneError};
 
 /// The configurations the final comparison measures.
 pub(crate) struct Contenders {
     /// PyTorch's default.
-    pub default: Knobs,
+    pub default: LoaderKnobs,
     /// The usual recommendation for this machine.
-    pub recommended: Knobs,
+    pub recommended: LoaderKnobs,
     /// The tuned configuration.
-    pub adapt: Knobs,
+    pub adapt: LoaderKnobs,
     /// The grid's best.
-    pub optimal: Option<Knobs>,
+    pub optimal: Option<LoaderKnobs>,
     /// The other AVL descent's pick (`both`).
-    pub other: Option<Knobs>,
+    pub other: Option<LoaderKnobs>,
     /// The cheapest within the noise.
-    pub cheapest: Option<Knobs>,
+    pub cheapest: Option<LoaderKnobs>,
 }
 
 /// Their medians.
@@ -41,13 +41,13 @@ impl Contenders {
     pub(crate) fn compare(
         &self,
         repeats: usize,
-        measure: &mut dyn FnMut(&Knobs) -> Result<f64, TuneError>,
+        measure: &mut dyn FnMut(&LoaderKnobs) -> Result<f64, TuneError>,
         label: &str,
         progress: Progress<'_>,
     ) -> Compared {
         let fixed = [self.default, self.recommended, self.adapt];
         let optional = [self.optimal, self.other, self.cheapest];
-        let all: Vec<Knobs> = fixed
+        let all: Vec<LoaderKnobs> = fixed
             .into_iter()
             .chain(optional.into_iter().flatten())
             .collect();
@@ -73,7 +73,7 @@ impl Contenders {
         };
         // The optional contenders follow the three fixed ones, in order.
         let mut at = fixed.len();
-        let mut slot = |k: Option<Knobs>| {
+        let mut slot = |k: Option<LoaderKnobs>| {
             k.map(|_| {
                 at += 1;
                 ct(at - 1)
@@ -101,8 +101,8 @@ fn median(v: &mut [f64]) -> f64 {
 /// (median over its repeats) is within `noise` (relative) of the best:
 /// fewest worker threads, then fewest batches in memory, then without
 /// pinned memory, then without persistent workers.
-pub(crate) fn cheapest_within(trace: &[TraceEntry], noise: f64) -> Option<Knobs> {
-    let mut by_config: Vec<(Knobs, Vec<f64>)> = Vec::new();
+pub(crate) fn cheapest_within(trace: &[TraceEntry], noise: f64) -> Option<LoaderKnobs> {
+    let mut by_config: Vec<(LoaderKnobs, Vec<f64>)> = Vec::new();
     for t in trace {
         let Some(s) = t.seconds else { continue };
         match by_config.iter_mut().find(|(k, _)| *k == t.config) {
@@ -110,7 +110,7 @@ pub(crate) fn cheapest_within(trace: &[TraceEntry], noise: f64) -> Option<Knobs>
             None => by_config.push((t.config, vec![s])),
         }
     }
-    let medians: Vec<(Knobs, f64)> = by_config
+    let medians: Vec<(LoaderKnobs, f64)> = by_config
         .into_iter()
         .map(|(k, mut v)| (k, median(&mut v)))
         .collect();
@@ -132,15 +132,15 @@ pub(crate) fn cheapest_within(trace: &[TraceEntry], noise: f64) -> Option<Knobs>
 #[cfg(test)]
 mod tests {
     use super::cheapest_within;
-    use crate::Knobs;
+    use crate::LoaderKnobs;
     use crate::report::TraceEntry;
 
     fn entry(w: usize, p: usize, s: f64) -> TraceEntry {
         TraceEntry {
             strategy: "avl".into(),
-            config: Knobs {
+            config: LoaderKnobs {
                 num_workers: w,
-                prefetch_factor: p,
+                prefetch_factor: Some(p),
                 pin_memory: false,
                 persistent_workers: w > 0,
             },
@@ -159,10 +159,10 @@ mod tests {
             entry(2, 8, 1.02),
         ];
         // Within 5%: 4/8, 2/2, 2/8 → two workers, fewer batches in memory.
-        let c = cheapest_within(&trace, 0.05).unwrap_or(Knobs::DEFAULT);
-        assert_eq!((c.num_workers, c.prefetch_factor), (2, 2));
+        let c = cheapest_within(&trace, 0.05).unwrap_or(LoaderKnobs::DEFAULT);
+        assert_eq!((c.num_workers, c.prefetch_factor), (2, Some(2)));
         // Within 1%: only the fastest.
-        let c = cheapest_within(&trace, 0.01).unwrap_or(Knobs::DEFAULT);
+        let c = cheapest_within(&trace, 0.01).unwrap_or(LoaderKnobs::DEFAULT);
         assert_eq!(c.num_workers, 4);
         // Repeats count by their median; failed trials not at all.
         let mut t = trace.to_vec();
@@ -172,7 +172,7 @@ mod tests {
             seconds: None,
             ..entry(0, 2, 0.0)
         });
-        let c = cheapest_within(&t, 0.05).unwrap_or(Knobs::DEFAULT);
+        let c = cheapest_within(&t, 0.05).unwrap_or(LoaderKnobs::DEFAULT);
         assert_eq!(c.num_workers, 2);
         assert!(cheapest_within(&[], 0.05).is_none());
     }

@@ -31,7 +31,8 @@ mod trials;
 mod tuner;
 
 pub use adapt_dataset::Subset;
-pub use command::{CommandObjective, PLACEHOLDERS, TrialLimit};
+pub use adapt_loader::LoaderKnobs;
+pub use command::{CommandObjective, TrialLimit, placeholders};
 pub use error::TuneError;
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};
@@ -42,6 +43,6 @@ pub use plot::{DrawError, svg as plot_svg, write_svg};
 pub use profile::{Profile, ProfileEntry, ProfileKey};
 pub use replay::{ReplayStats, replay, replay_strategies};
 pub use report::{ConfigTime, Noise, Report, RunReport, SearchCost, StrategyRecord};
-pub use space::{Budget, Dim, KnobSpace, Knobs, SpaceKind};
+pub use space::{Budget, Dim, KnobSpace, SpaceKind, recommended_knobs};
 pub use trials::{TrialData, TrialFailure, TrialPurpose, TrialRequest, TrialRunner, tune_trials};
 pub use tuner::{run, tune_command};

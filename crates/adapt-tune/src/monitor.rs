@@ -3,7 +3,7 @@
 //! whole path the paper measures (start-up, load, transform, collate; on
 //! the host backend there is no transfer).
 
-use crate::{KnobSpace, Knobs, TuneError};
+use crate::{KnobSpace, LoaderKnobs, TuneError};
 use adapt_dataset::{Dataset, Subset};
 use adapt_loader::{Loader, LoaderConfig};
 use adapt_search::{Config, Measured, Objective, TrialError};
@@ -47,7 +47,7 @@ impl Default for TrialSpec {
 pub fn time_loader(
     dataset: &Arc<dyn Dataset>,
     base: &LoaderConfig,
-    knobs: &Knobs,
+    knobs: &LoaderKnobs,
     epochs: u64,
     engine: Option<&TransferEngine>,
     train_step: Option<std::time::Duration>,
@@ -115,7 +115,7 @@ impl Pace {
 struct Trial<'a> {
     dataset: &'a Arc<dyn Dataset>,
     base: &'a LoaderConfig,
-    knobs: &'a Knobs,
+    knobs: &'a LoaderKnobs,
     epochs: u64,
     engine: Option<&'a TransferEngine>,
     train_step: Option<std::time::Duration>,
@@ -127,7 +127,7 @@ impl Trial<'_> {
     /// scaled by the batches left ([`Measured::CutShort`]).
     fn run(&self, bound: Option<f64>) -> Result<Measured, TuneError> {
         let mut config = self.base.clone();
-        self.knobs.apply(&mut config);
+        config.knobs = self.knobs.canonical();
         // The pool size every front uses for this configuration.
         let pinned = match self.engine {
             Some(e) if self.knobs.pin_memory => {
@@ -308,7 +308,7 @@ impl LoaderObjective {
     /// fewer samples down to `MIN_TRIAL_BATCHES` batches), then a trial too
     /// short lengthened (more samples up to the whole dataset, then more
     /// epochs). Returns the last trial's time.
-    pub fn size_by_time(&mut self, knobs: &Knobs, seconds: f64) -> Result<f64, TuneError> {
+    pub fn size_by_time(&mut self, knobs: &LoaderKnobs, seconds: f64) -> Result<f64, TuneError> {
         let (len, batch_size) = (self.dataset.len(), self.base.batch_size);
         let (spec, t) = size_trial(self.spec, len, batch_size, seconds, &mut |spec| {
             if spec != self.spec {
@@ -328,12 +328,12 @@ impl LoaderObjective {
     }
 
     /// One trial of `knobs`.
-    pub fn time(&self, knobs: &Knobs) -> Result<f64, TuneError> {
+    pub fn time(&self, knobs: &LoaderKnobs) -> Result<f64, TuneError> {
         Ok(self.time_until(knobs, None)?.value())
     }
 
     /// One trial of `knobs`, stopped past `bound` seconds when given.
-    fn time_until(&self, knobs: &Knobs, bound: Option<f64>) -> Result<Measured, TuneError> {
+    fn time_until(&self, knobs: &LoaderKnobs, bound: Option<f64>) -> Result<Measured, TuneError> {
         let trial = Trial {
             dataset: &self.subset,
             base: &self.base,
@@ -360,7 +360,7 @@ impl LoaderObjective {
         time_loader(
             &self.subset,
             &self.base,
-            &Knobs::DEFAULT,
+            &LoaderKnobs::DEFAULT,
             1,
             self.engine.as_deref(),
             None,

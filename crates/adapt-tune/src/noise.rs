@@ -3,7 +3,7 @@
 
 use crate::options::Progress;
 use crate::report::Noise;
-use crate::{Budget, KnobSpace, Knobs, Machine, TuneError};
+use crate::{Budget, KnobSpace, LoaderKnobs, Machine, TuneError};
 use adapt_search::AvlOptions;
 
 /// The configurations the noise is measured on: the recommended one (where
@@ -18,9 +18,9 @@ pub(crate) fn noise_probes_for(
     machine: &Machine,
     space: &KnobSpace,
     budget: &Budget,
-) -> Vec<Knobs> {
-    let recommended = Knobs::recommended(machine);
-    let busiest = Knobs {
+) -> Vec<LoaderKnobs> {
+    let recommended = crate::recommended_knobs(machine);
+    let busiest = LoaderKnobs {
         num_workers: space.max_workers(),
         ..recommended
     };
@@ -36,8 +36,8 @@ pub(crate) fn noise_probes_for(
 /// is the noise any comparison must beat. Returns one `Noise` per probe
 /// that ran; a probe that fails is left out.
 pub(crate) fn measure_noise(
-    measure: &mut dyn FnMut(&Knobs) -> Result<f64, TuneError>,
-    probes: &[Knobs],
+    measure: &mut dyn FnMut(&LoaderKnobs) -> Result<f64, TuneError>,
+    probes: &[LoaderKnobs],
     repeats: usize,
     progress: Progress<'_>,
     label: &str,
@@ -73,7 +73,7 @@ pub(crate) fn measure_noise(
         .collect()
 }
 
-fn spread_of(config: Knobs, seconds: Vec<f64>) -> Noise {
+fn spread_of(config: LoaderKnobs, seconds: Vec<f64>) -> Noise {
     let mut sorted = seconds.clone();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];
@@ -135,20 +135,20 @@ pub fn threshold_from_spread(spread: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::{measure_noise, noise_probes_for, noisiest};
-    use crate::{Budget, KnobSpace, Knobs, Machine, TuneError};
+    use crate::{Budget, KnobSpace, LoaderKnobs, Machine, TuneError};
 
     #[test]
     fn noise_is_measured_round_by_round_and_a_failing_probe_is_left_out() {
-        let one = Knobs {
+        let one = LoaderKnobs {
             num_workers: 1,
-            ..Knobs::DEFAULT
+            ..LoaderKnobs::DEFAULT
         };
-        let four = Knobs {
+        let four = LoaderKnobs {
             num_workers: 4,
-            ..Knobs::DEFAULT
+            ..LoaderKnobs::DEFAULT
         };
         let mut order = Vec::new();
-        let mut measure = |k: &Knobs| -> Result<f64, TuneError> {
+        let mut measure = |k: &LoaderKnobs| -> Result<f64, TuneError> {
             order.push(k.num_workers);
             Ok(if k.num_workers == 1 {
                 1.0
@@ -164,7 +164,7 @@ mod tests {
         assert_eq!(noisiest(&probes).map(|n| n.config), Some(four));
         // A probe that fails is dropped from then on; the others stay.
         let mut calls = 0;
-        let mut failing = |k: &Knobs| -> Result<f64, TuneError> {
+        let mut failing = |k: &LoaderKnobs| -> Result<f64, TuneError> {
             calls += 1;
             if k.num_workers == 4 {
                 Err(TuneError::InvalidOption("no workers here".into()))
@@ -194,10 +194,10 @@ mod tests {
             batch_bytes: 1,
         };
         let probes = noise_probes_for(&machine, &space, &roomy);
-        assert_eq!(probes[0], Knobs::recommended(&machine));
+        assert_eq!(probes[0], crate::recommended_knobs(&machine));
         assert_eq!(probes.len(), 2);
         assert_eq!(probes[1].num_workers, 4);
-        assert_eq!(probes[1].prefetch_factor, 2);
+        assert_eq!(probes[1].prefetch_factor, Some(2));
         // 4 workers x 2 batches + 1 do not fit in 4 batches' bytes.
         let tight = Budget {
             bytes: 4,

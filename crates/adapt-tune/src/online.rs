@@ -6,8 +6,8 @@
 //! switch happens between batches through a checkpoint, so the data order
 //! never changes.
 
-use crate::{Knobs, Machine};
-use adapt_loader::{Batch, Feed, LoaderError};
+use crate::{LoaderKnobs, Machine};
+use adapt_loader::{Batch, DEFAULT_PREFETCH, Feed, LoaderError};
 use std::time::{Duration, Instant};
 
 /// The descent over one knob's sorted values: nodes of the balanced tree
@@ -87,7 +87,7 @@ enum Phase {
 #[derive(Clone, Debug)]
 pub struct OnlineTuner {
     trees: [Tree; 2],
-    knobs: Knobs,
+    knobs: LoaderKnobs,
     phase: Phase,
     window: usize,
     warmup: usize,
@@ -96,7 +96,7 @@ pub struct OnlineTuner {
     /// Waits closer than this (seconds, or relative) are a tie.
     tie_abs: f64,
     tie_rel: f64,
-    moves: Vec<(Knobs, f64)>,
+    moves: Vec<(LoaderKnobs, f64)>,
 }
 
 impl OnlineTuner {
@@ -104,19 +104,27 @@ impl OnlineTuner {
     /// `start` (a profile's knobs: the descent goes on below them);
     /// `window` batches are timed per candidate after `warmup` batches of
     /// settling in. Worker counts 0 … 2 × cores, prefetch 1 … 16.
-    pub fn new(machine: &Machine, start: Option<Knobs>, window: usize, warmup: usize) -> Self {
+    pub fn new(
+        machine: &Machine,
+        start: Option<LoaderKnobs>,
+        window: usize,
+        warmup: usize,
+    ) -> Self {
         let workers: Vec<usize> = (0..=2 * machine.cores.max(1)).collect();
         let prefetch = vec![1, 2, 4, 8, 16];
         let w = Tree::new(
             workers,
             start.map(|s| s.num_workers.min(2 * machine.cores.max(1))),
         );
-        let p = Tree::new(prefetch, start.map(|s| s.prefetch_factor.clamp(1, 16)));
-        let start = start.unwrap_or(Knobs::DEFAULT);
+        let p = Tree::new(
+            prefetch,
+            start.map(|s| s.prefetch_factor.unwrap_or(DEFAULT_PREFETCH).clamp(1, 16)),
+        );
+        let start = start.unwrap_or(LoaderKnobs::DEFAULT);
         let mut t = Self {
-            knobs: Knobs {
+            knobs: LoaderKnobs {
                 num_workers: w.value(),
-                prefetch_factor: p.value(),
+                prefetch_factor: Some(p.value()),
                 ..start
             },
             trees: [w, p],
@@ -133,18 +141,19 @@ impl OnlineTuner {
         t
     }
 
-    /// The knobs in use now.
-    pub fn knobs(&self) -> Knobs {
-        self.knobs
+    /// The knobs in use now (canonical: the descent keeps its prefetch
+    /// factor while it tries 0 workers).
+    pub fn knobs(&self) -> LoaderKnobs {
+        self.knobs.canonical()
     }
 
     /// The settled knobs, once the descent ended.
-    pub fn settled(&self) -> Option<Knobs> {
-        matches!(self.phase, Phase::Settled).then_some(self.knobs)
+    pub fn settled(&self) -> Option<LoaderKnobs> {
+        matches!(self.phase, Phase::Settled).then(|| self.knobs())
     }
 
     /// Every configuration tried, with its mean wait per batch (seconds).
-    pub fn tried(&self) -> &[(Knobs, f64)] {
+    pub fn tried(&self) -> &[(LoaderKnobs, f64)] {
         &self.moves
     }
 
@@ -165,24 +174,24 @@ impl OnlineTuner {
         }
     }
 
-    fn with_value(&self, tree: usize, v: usize) -> Knobs {
+    fn with_value(&self, tree: usize, v: usize) -> LoaderKnobs {
         let mut k = self.knobs;
         if tree == 0 {
             k.num_workers = v;
         } else {
-            k.prefetch_factor = v;
+            k.prefetch_factor = Some(v);
         }
         k
     }
 
     /// Cheaper first: fewer workers, then fewer batches in flight.
-    fn cost_key(k: &Knobs) -> (usize, u64) {
+    fn cost_key(k: &LoaderKnobs) -> (usize, usize) {
         (k.num_workers, k.batches_in_memory())
     }
 
     /// One batch's consumer wait; `Some(knobs)` when the loader should
     /// switch before the next batch.
-    pub fn observe(&mut self, wait: Duration) -> Option<Knobs> {
+    pub fn observe(&mut self, wait: Duration) -> Option<LoaderKnobs> {
         let Phase::Measuring {
             tree,
             candidates,
@@ -206,12 +215,12 @@ impl OnlineTuner {
         results.push(mean);
         let (cands, res) = (candidates.clone(), results.clone());
         let measured = self.with_value(tree, cands[res.len() - 1]);
-        self.moves.push((measured, mean));
+        self.moves.push((measured.canonical(), mean));
         if res.len() < cands.len() {
             // Next candidate.
             let next = self.with_value(tree, cands[res.len()]);
             self.knobs = next;
-            return Some(next);
+            return Some(next.canonical());
         }
         // All measured: the best, ties to the cheaper.
         let best_wait = res.iter().copied().fold(f64::INFINITY, f64::min);
@@ -251,7 +260,7 @@ impl OnlineTuner {
             let first = self.with_value(*tree, candidates[0]);
             self.knobs = first;
         }
-        (self.knobs != before).then_some(self.knobs)
+        (self.knobs != before).then(|| self.knobs())
     }
 }
 
@@ -270,15 +279,16 @@ impl AutotunedFeed {
     pub fn new(
         feed: Feed,
         machine: &Machine,
-        start: Option<Knobs>,
+        start: Option<LoaderKnobs>,
         window: usize,
         warmup: usize,
     ) -> Result<Self, LoaderError> {
         let c = feed.loader().config();
-        let start = start.map(|s| Knobs {
-            pin_memory: c.pin_memory,
-            persistent_workers: c.persistent_workers,
-            ..s
+        // The descent moves the workers and the prefetch factor only.
+        let start = start.map(|s| LoaderKnobs {
+            num_workers: s.num_workers,
+            prefetch_factor: s.prefetch_factor,
+            ..c.knobs
         });
         let tuner = OnlineTuner::new(machine, start, window, warmup);
         let mut me = Self {
@@ -294,11 +304,10 @@ impl AutotunedFeed {
     fn apply(&mut self) -> Result<(), LoaderError> {
         let k = self.tuner.knobs();
         let c = self.feed.loader().config();
-        if c.num_workers != k.num_workers
-            || (k.num_workers > 0 && c.prefetch_factor != Some(k.prefetch_factor))
+        if c.knobs.num_workers != k.num_workers
+            || c.knobs.effective_prefetch() != k.effective_prefetch()
         {
-            self.feed
-                .reconfigure(k.num_workers, Some(k.prefetch_factor))?;
+            self.feed.reconfigure(k)?;
         }
         Ok(())
     }
@@ -404,7 +413,7 @@ mod tests {
     }
 
     /// Runs the tuner on a synthetic wait function until it settles.
-    fn descend(cores: usize, wait: impl Fn(&Knobs) -> f64) -> (Knobs, usize) {
+    fn descend(cores: usize, wait: impl Fn(&LoaderKnobs) -> f64) -> (LoaderKnobs, usize) {
         let mut t = OnlineTuner::new(&machine(cores), None, 2, 0);
         let mut batches = 0;
         while t.settled().is_none() && batches < 10_000 {
@@ -412,7 +421,7 @@ mod tests {
             t.observe(Duration::from_secs_f64(wait(&k)));
             batches += 1;
         }
-        (t.settled().unwrap_or(Knobs::DEFAULT), batches)
+        (t.settled().unwrap_or(LoaderKnobs::DEFAULT), batches)
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn panel(run: &RunReport, area: &Area<'_>) -> Result<(), DrawError> {
             let s = t.seconds?;
             Some((
                 t.config.num_workers as f64,
-                (t.config.prefetch_factor as f64).log2(),
+                log2_prefetch(&t.config),
                 s,
                 t.config.persistent_workers,
             ))
@@ -94,16 +94,22 @@ fn panel(run: &RunReport, area: &Area<'_>) -> Result<(), DrawError> {
     let path_pts: Vec<(f64, f64)> = run
         .avl_path
         .iter()
-        .map(|k| (k.num_workers as f64, (k.prefetch_factor as f64).log2()))
+        .map(|k| (k.num_workers as f64, log2_prefetch(k)))
         .collect();
     if !path_pts.is_empty() {
         chart.draw_series(LineSeries::new(path_pts, BLUE.stroke_width(2)))?;
     }
     let a = &run.adapt.config;
     chart.draw_series(std::iter::once(TriangleMarker::new(
-        (a.num_workers as f64, (a.prefetch_factor as f64).log2()),
+        (a.num_workers as f64, log2_prefetch(a)),
         9,
         BLUE.filled(),
     )))?;
     Ok(())
+}
+
+/// The y position of some knobs: log2 of the prefetch factor (PyTorch's
+/// default where there are no workers).
+fn log2_prefetch(k: &crate::LoaderKnobs) -> f64 {
+    (k.prefetch_factor.unwrap_or(adapt_loader::DEFAULT_PREFETCH) as f64).log2()
 }

@@ -1,7 +1,7 @@
 //! Profiles: tuned knobs saved by dataset, batch size and machine, so a
 //! loader can be built without searching again.
 
-use crate::{Knobs, Machine, TuneError};
+use crate::{LoaderKnobs, Machine, TuneError};
 use adapt_loader::LoaderConfig;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -23,13 +23,13 @@ pub struct ProfileEntry {
     /// What it is for.
     pub key: ProfileKey,
     /// The chosen knobs.
-    pub knobs: Knobs,
+    pub knobs: LoaderKnobs,
     /// Its trial cost when chosen, seconds.
     pub seconds: f64,
     /// The cheapest configuration within the measured noise of the best
     /// (when the search measured one): fewer threads for the same speed.
     #[serde(default)]
-    pub cheapest: Option<Knobs>,
+    pub cheapest: Option<LoaderKnobs>,
     /// The search that chose it.
     #[serde(default)]
     pub strategy: Option<crate::StrategyRecord>,
@@ -44,12 +44,15 @@ pub struct Profile {
     pub entries: Vec<ProfileEntry>,
 }
 
-/// Knobs a loader could run: a worker count and prefetch factor of sane
-/// size, persistence only with workers.
-fn plausible(k: &crate::Knobs) -> bool {
-    k.num_workers <= 4096
-        && (1..=4096).contains(&k.prefetch_factor)
-        && (k.num_workers > 0 || !k.persistent_workers)
+/// Knobs a loader could run: PyTorch's rules ([`LoaderKnobs::check`]) and
+/// a prefetch factor of sane size (a prefetch factor beside 0 workers is
+/// what earlier versions wrote: read, then dropped).
+fn plausible(k: &LoaderKnobs) -> bool {
+    let read = LoaderKnobs {
+        prefetch_factor: k.prefetch_factor.filter(|_| k.num_workers > 0),
+        ..*k
+    };
+    read.check().is_ok() && k.prefetch_factor.is_none_or(|p| p <= 4096)
 }
 
 impl Profile {
@@ -58,7 +61,7 @@ impl Profile {
     pub fn load(path: &Path) -> Result<Self, TuneError> {
         match std::fs::read_to_string(path) {
             Ok(text) => {
-                let p: Profile = serde_json::from_str(&text)
+                let mut p: Profile = serde_json::from_str(&text)
                     .map_err(|e| TuneError::file(path, format!("corrupt profile: {e}")))?;
                 if p.version != 1 {
                     return Err(TuneError::file(
@@ -79,6 +82,10 @@ impl Profile {
                             e.key.dataset, e.key.batch_size, e.knobs
                         ),
                     ));
+                }
+                for e in &mut p.entries {
+                    e.knobs = e.knobs.canonical();
+                    e.cheapest = e.cheapest.map(LoaderKnobs::canonical);
                 }
                 Ok(p)
             }
@@ -132,7 +139,7 @@ impl Profile {
         dataset: &str,
         batch_size: usize,
         machine: &Machine,
-        knobs: Knobs,
+        knobs: LoaderKnobs,
     ) {
         self.insert(ProfileEntry {
             key: ProfileKey {
@@ -163,7 +170,7 @@ impl Profile {
     ) -> Option<LoaderConfig> {
         let e = self.lookup(dataset, base.batch_size, machine)?;
         let mut c = base.clone();
-        e.knobs.apply(&mut c);
+        c.knobs = e.knobs.canonical();
         Some(c)
     }
 }

@@ -1,7 +1,7 @@
 //! Offline evaluation: search strategies run against a grid recorded in an
 //! earlier report instead of the loader, optionally with seeded noise.
 
-use crate::{KnobSpace, Knobs, Report, TuneError};
+use crate::{KnobSpace, LoaderKnobs, Report, TuneError};
 use adapt_search::{AvlOptions, Config, Objective, TrialError, avl_search};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -29,7 +29,7 @@ pub struct ReplayStats {
 }
 
 struct Recorded<'a> {
-    costs: &'a HashMap<Knobs, f64>,
+    costs: &'a HashMap<LoaderKnobs, f64>,
     noise: f64,
     rng: ChaCha8Rng,
 }
@@ -151,7 +151,7 @@ pub fn replay(
 /// The recorded grid of one run, checked: a report read back from a file
 /// must record a positive number of seconds per configuration (infinite
 /// marks a failed trial, left out).
-fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<Knobs, f64>, TuneError> {
+fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<LoaderKnobs, f64>, TuneError> {
     if let Some(bad) = run
         .grid
         .iter()
@@ -168,7 +168,7 @@ fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<Knobs, f64>, TuneErr
             run.batch_size
         )));
     }
-    let costs: HashMap<Knobs, f64> = run
+    let costs: HashMap<LoaderKnobs, f64> = run
         .grid
         .iter()
         .filter(|c| c.seconds.is_finite())

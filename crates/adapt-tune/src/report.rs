@@ -1,6 +1,6 @@
 //! The tuning report: the paper's Table 1 on this machine, plus the trace.
 
-use crate::{Knobs, Machine, TrialSpec};
+use crate::{LoaderKnobs, Machine, TrialSpec};
 use serde::{Deserialize, Serialize};
 
 fn two() -> u64 {
@@ -29,7 +29,7 @@ pub(crate) fn speedup(base: f64, pick: f64) -> f64 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigTime {
     /// The knobs.
-    pub config: Knobs,
+    pub config: LoaderKnobs,
     /// Median seconds of the final comparison (or the trial cost where so
     /// labelled); infinite (null in JSON) when it failed.
     #[serde(deserialize_with = "null_as_infinity")]
@@ -104,7 +104,7 @@ fn machine_space() -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Noise {
     /// The configuration measured repeatedly.
-    pub config: Knobs,
+    pub config: LoaderKnobs,
     /// Its trial times, seconds, in order.
     pub seconds: Vec<f64>,
     /// Their median.
@@ -121,7 +121,7 @@ pub struct TraceEntry {
     /// `both`), `grid` or `noise` (the noise measurement).
     pub strategy: String,
     /// The knobs.
-    pub config: Knobs,
+    pub config: LoaderKnobs,
     /// Seconds, absent when the trial was infeasible or failed.
     pub seconds: Option<f64>,
     /// Why there is no time.
@@ -166,7 +166,7 @@ pub struct RunReport {
     /// The grid's trial costs, best first (for `--replay`).
     pub grid: Vec<ConfigTime>,
     /// The AVL search's moves, in order (configuration after each move).
-    pub avl_path: Vec<Knobs>,
+    pub avl_path: Vec<LoaderKnobs>,
     /// Every trial, in order.
     pub trace: Vec<TraceEntry>,
     /// Contenders that failed in the final comparison (their time is

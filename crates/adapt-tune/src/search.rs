@@ -5,7 +5,7 @@
 
 use crate::options::{Progress, Strategy};
 use crate::report::{Searches, TraceEntry};
-use crate::{ConfigTime, KnobSpace, Knobs, SearchCost, TuneError};
+use crate::{ConfigTime, KnobSpace, LoaderKnobs, SearchCost, TuneError};
 use adapt_search::{
     AvlOptions, Config, GridResult, Measured, Objective, Outcome, Prior, Trial, avl_search_from,
     grid_search,
@@ -36,18 +36,18 @@ impl PickedBy {
 /// What the searches of one batch size found.
 pub(crate) struct Searched {
     /// The tuned configuration.
-    pub pick: Knobs,
+    pub pick: LoaderKnobs,
     /// Where it came from.
     pub picked_by: PickedBy,
     /// The other AVL descent's pick (`both`: plain when the search was
     /// refined, refined when it was plain; the same race).
-    pub other: Option<Knobs>,
+    pub other: Option<LoaderKnobs>,
     /// The grid's best (`grid`, `both`).
-    pub optimal: Option<Knobs>,
+    pub optimal: Option<LoaderKnobs>,
     /// The grid, when it ran.
     pub grid: Option<GridResult>,
     /// The AVL search's path.
-    pub avl_path: Vec<Knobs>,
+    pub avl_path: Vec<LoaderKnobs>,
     /// What each search cost.
     pub costs: Searches,
     /// Every trial, in the order run.
@@ -69,7 +69,7 @@ impl Searched {
     }
 
     /// The rank of `k` in the grid, when the grid ran.
-    pub(crate) fn grid_rank(&self, space: &KnobSpace, k: Option<Knobs>) -> Option<usize> {
+    pub(crate) fn grid_rank(&self, space: &KnobSpace, k: Option<LoaderKnobs>) -> Option<usize> {
         let (g, k) = (self.grid.as_ref()?, k?);
         g.rank_of(&space.config(&k))
     }
@@ -84,26 +84,43 @@ pub(crate) fn other_avl(avl: &AvlOptions) -> AvlOptions {
     }
 }
 
-/// Runs the searches `strategy` asks for (none for the AVL part when a
-/// profile entry is `saved`). `label` prefixes the progress lines;
-/// `before` holds the times measured before the search (the noise
-/// probes'): the AVL searches take them as first measurements and pruning
-/// cuts against the cheapest from the first trial; the grid measures every
-/// configuration itself, as the paper's grid does.
-#[allow(clippy::too_many_arguments)]
+/// What one batch size's searches run with.
+pub(crate) struct SearchPlan<'a> {
+    /// Which searches.
+    pub(crate) strategy: Strategy,
+    /// The descent's settings (its noise threshold measured).
+    pub(crate) avl: AvlOptions,
+    /// A profile entry's knobs: no AVL search then.
+    pub(crate) saved: Option<LoaderKnobs>,
+    /// The times measured before the search (the noise probes'): the AVL
+    /// searches take them as first measurements and pruning cuts against
+    /// the cheapest from the first trial; the grid measures every
+    /// configuration itself, as the paper's grid does.
+    pub(crate) before: Vec<Prior>,
+    /// What the progress lines start with.
+    pub(crate) label: String,
+    /// Where progress goes.
+    pub(crate) progress: Progress<'a>,
+}
+
+/// Runs the searches `plan` asks for over `space`, each trial one of
+/// `objective`'s.
 pub(crate) fn run_searches<O: Objective>(
     space: &KnobSpace,
     objective: &mut O,
-    strategy: Strategy,
-    avl: &AvlOptions,
-    saved: Option<Knobs>,
-    before: &[Prior],
-    label: &str,
-    progress: Progress<'_>,
+    plan: &SearchPlan<'_>,
 ) -> Result<Searched, TuneError> {
+    let SearchPlan {
+        strategy,
+        ref avl,
+        saved,
+        ref before,
+        ref label,
+        progress,
+    } = *plan;
     let mut pick = saved.map(|k| (k, PickedBy::Profile));
     let mut found = Searched {
-        pick: Knobs::DEFAULT,
+        pick: LoaderKnobs::DEFAULT,
         picked_by: PickedBy::Profile,
         other: None,
         optimal: None,

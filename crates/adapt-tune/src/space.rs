@@ -2,67 +2,13 @@
 //! canonical form PyTorch's rules imply, and the memory budget.
 
 use crate::Machine;
-use adapt_loader::LoaderConfig;
+use adapt_loader::LoaderKnobs;
 use adapt_search::{Config, Objective, Param, Space, TrialError, Value};
 use serde::{Deserialize, Serialize};
 
-/// Values of the four knobs the paper tunes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Knobs {
-    /// Worker threads (0 = load in the calling thread).
-    pub num_workers: usize,
-    /// Batches in flight per worker (meaningless with 0 workers; reported as 2,
-    /// PyTorch's default).
-    pub prefetch_factor: usize,
-    /// Collate into page-locked memory.
-    pub pin_memory: bool,
-    /// Keep workers across epochs (false with 0 workers).
-    pub persistent_workers: bool,
-}
-
-impl Knobs {
-    /// PyTorch's defaults: no workers.
-    pub const DEFAULT: Knobs = Knobs {
-        num_workers: 0,
-        prefetch_factor: 2,
-        pin_memory: false,
-        persistent_workers: false,
-    };
-
-    /// The paper's "recommended" values: half the cores, prefetch 2.
-    pub fn recommended(machine: &Machine) -> Knobs {
-        Knobs {
-            num_workers: (machine.cores / 2).max(1),
-            prefetch_factor: 2,
-            pin_memory: false,
-            persistent_workers: false,
-        }
-    }
-
-    /// Sets these knobs on a loader configuration (PyTorch's rules: no
-    /// prefetch factor or persistence without workers).
-    pub fn apply(&self, config: &mut LoaderConfig) {
-        config.num_workers = self.num_workers;
-        config.prefetch_factor = (self.num_workers > 0).then_some(self.prefetch_factor);
-        config.persistent_workers = self.num_workers > 0 && self.persistent_workers;
-        config.pin_memory = self.pin_memory;
-    }
-
-    /// Batches in memory at once: `num_workers × prefetch_factor` in flight
-    /// plus the consumer's one.
-    pub fn batches_in_memory(&self) -> u64 {
-        adapt_loader::max_in_flight(self.num_workers, Some(self.prefetch_factor)) as u64 + 1
-    }
-}
-
-impl std::fmt::Display for Knobs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "num_workers={} prefetch_factor={} pin_memory={} persistent_workers={}",
-            self.num_workers, self.prefetch_factor, self.pin_memory, self.persistent_workers
-        )
-    }
+/// The paper's "recommended" values: half the cores, prefetch 2.
+pub fn recommended_knobs(machine: &Machine) -> LoaderKnobs {
+    LoaderKnobs::workers((machine.cores / 2).max(1), 2)
 }
 
 /// The search space's dimensions, in the order its configurations hold
@@ -102,6 +48,23 @@ impl Dim {
     /// Its position in a configuration.
     pub fn at(self) -> usize {
         self as usize
+    }
+
+    /// Its value in `k` (canonical) as Python writes it: integers as
+    /// digits (the prefetch factor PyTorch's default without workers, so
+    /// `int()` always reads it), booleans `True` / `False`.
+    pub fn python_value(self, k: &LoaderKnobs) -> String {
+        let k = k.canonical();
+        let py = |b: bool| if b { "True" } else { "False" }.to_owned();
+        match self {
+            Dim::NumWorkers => k.num_workers.to_string(),
+            Dim::PrefetchFactor => k
+                .prefetch_factor
+                .unwrap_or(adapt_loader::DEFAULT_PREFETCH)
+                .to_string(),
+            Dim::PinMemory => py(k.pin_memory),
+            Dim::PersistentWorkers => py(k.persistent_workers),
+        }
     }
 }
 
@@ -206,7 +169,8 @@ impl KnobSpace {
                 // PyTorch rejects prefetch and persistence without workers:
                 // all such configurations are the one "no workers" configuration.
                 if c.int(Dim::NumWorkers.at()) == 0 {
-                    c.0[Dim::PrefetchFactor.at()] = Value::Int(2);
+                    c.0[Dim::PrefetchFactor.at()] =
+                        Value::Int(adapt_loader::DEFAULT_PREFETCH as i64);
                     c.0[Dim::PersistentWorkers.at()] = Value::Bool(false);
                 }
             });
@@ -235,20 +199,23 @@ impl KnobSpace {
     }
 
     /// Knobs of a search configuration.
-    pub fn knobs(config: &Config) -> Knobs {
-        Knobs {
+    pub fn knobs(config: &Config) -> LoaderKnobs {
+        LoaderKnobs {
             num_workers: config.int(Dim::NumWorkers.at()).max(0) as usize,
-            prefetch_factor: config.int(Dim::PrefetchFactor.at()).max(1) as usize,
+            prefetch_factor: Some(config.int(Dim::PrefetchFactor.at()).max(1) as usize),
             pin_memory: config.bool(Dim::PinMemory.at()),
             persistent_workers: config.bool(Dim::PersistentWorkers.at()),
         }
+        .canonical()
     }
 
     /// The search configuration of some knobs (canonical).
-    pub fn config(&self, k: &Knobs) -> Config {
+    pub fn config(&self, k: &LoaderKnobs) -> Config {
         let values = Dim::ALL.map(|d| match d {
             Dim::NumWorkers => Value::Int(k.num_workers as i64),
-            Dim::PrefetchFactor => Value::Int(k.prefetch_factor as i64),
+            Dim::PrefetchFactor => {
+                Value::Int(k.prefetch_factor.unwrap_or(adapt_loader::DEFAULT_PREFETCH) as i64)
+            }
             Dim::PinMemory => Value::Bool(k.pin_memory),
             Dim::PersistentWorkers => Value::Bool(k.persistent_workers),
         });
@@ -269,12 +236,12 @@ impl Budget {
     /// Bytes a configuration holds at once: (`num_workers ×
     /// prefetch_factor` + 1) × batch bytes. Pinned buffers are these same buffers (workers
     /// collate straight into them), page-locked, so they count once.
-    pub fn bytes_for(&self, k: &Knobs) -> u64 {
-        k.batches_in_memory().saturating_mul(self.batch_bytes)
+    pub fn bytes_for(&self, k: &LoaderKnobs) -> u64 {
+        (k.batches_in_memory() as u64).saturating_mul(self.batch_bytes)
     }
 
     /// `Err` with the reason when `k` does not fit.
-    pub fn check(&self, k: &Knobs) -> Result<(), String> {
+    pub fn check(&self, k: &LoaderKnobs) -> Result<(), String> {
         let need = self.bytes_for(k);
         if need <= self.bytes {
             Ok(())
@@ -327,13 +294,13 @@ mod tests {
         // 1 (no workers) + 4 workers × 12 prefetch × 2 persistent.
         assert_eq!(s.space().configurations().len(), 97);
         assert_eq!(s.notes.len(), 1);
-        let k = Knobs {
+        let k = LoaderKnobs {
             num_workers: 0,
-            prefetch_factor: 64,
+            prefetch_factor: Some(64),
             pin_memory: false,
             persistent_workers: true,
         };
-        assert_eq!(KnobSpace::knobs(&s.config(&k)), Knobs::DEFAULT);
+        assert_eq!(KnobSpace::knobs(&s.config(&k)), LoaderKnobs::DEFAULT);
     }
 
     #[test]
@@ -353,11 +320,14 @@ mod tests {
             bytes: 10 * 1000,
             batch_bytes: 1000,
         };
-        let k = |w, p| Knobs {
-            num_workers: w,
-            prefetch_factor: p,
-            pin_memory: false,
-            persistent_workers: false,
+        let k = |w, p| {
+            LoaderKnobs {
+                num_workers: w,
+                prefetch_factor: Some(p),
+                pin_memory: false,
+                persistent_workers: false,
+            }
+            .canonical()
         };
         assert!(b.check(&k(4, 2)).is_ok()); // 9 batches
         assert!(b.check(&k(3, 4)).is_err()); // 13 batches

@@ -7,7 +7,7 @@ use crate::monitor::size_trial;
 use crate::options::{Progress, TuneOptions};
 use crate::space::Budgeted;
 use crate::tuner::{Prepared, TuneContext, tune_one};
-use crate::{Budget, Knobs, Profile, Report, TrialSpec, TuneError};
+use crate::{Budget, LoaderKnobs, Profile, Report, TrialSpec, TuneError};
 use adapt_search::{Config, Measured, Objective, TrialError};
 
 /// Why a trial is asked for.
@@ -45,7 +45,7 @@ impl TrialPurpose {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrialRequest {
     /// The configuration.
-    pub knobs: Knobs,
+    pub knobs: LoaderKnobs,
     /// Samples per batch.
     pub batch_size: usize,
     /// Samples in the subset (at most the dataset's length).
@@ -87,8 +87,10 @@ pub trait TrialRunner {
     }
 }
 
-/// What the tuner knows of data it does not open.
-#[derive(Clone, Debug, PartialEq)]
+/// What the tuner knows of data it does not open (as JSON from the Python
+/// package: these names, unknown ones refused).
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TrialData {
     /// Samples in the dataset.
     pub len: usize,
@@ -99,8 +101,10 @@ pub struct TrialData {
     pub description: serde_json::Value,
     /// The accelerator the caller's loader copies to (torch's name for
     /// it), or `None`: without one pin_memory is fixed off.
+    #[serde(default)]
     pub gpu: Option<String>,
     /// Bytes of one batch, when known: the memory budget prunes with it.
+    #[serde(default)]
     pub batch_bytes: Option<u64>,
 }
 
@@ -115,13 +119,13 @@ struct RunnerObjective<'r> {
 }
 
 impl RunnerObjective<'_> {
-    fn time(&mut self, knobs: &Knobs, purpose: TrialPurpose) -> Result<f64, TuneError> {
+    fn time(&mut self, knobs: &LoaderKnobs, purpose: TrialPurpose) -> Result<f64, TuneError> {
         self.time_spec(knobs, self.spec, purpose)
     }
 
     fn time_spec(
         &mut self,
-        knobs: &Knobs,
+        knobs: &LoaderKnobs,
         spec: TrialSpec,
         purpose: TrialPurpose,
     ) -> Result<f64, TuneError> {
@@ -132,7 +136,7 @@ impl RunnerObjective<'_> {
     /// can.
     fn time_until(
         &mut self,
-        knobs: &Knobs,
+        knobs: &LoaderKnobs,
         spec: TrialSpec,
         purpose: TrialPurpose,
         bound: Option<f64>,
@@ -266,7 +270,7 @@ fn tune_trial_batch(
     objective: &mut RunnerObjective<'_>,
     len: usize,
     budget: Budget,
-    saved: Option<Knobs>,
+    saved: Option<LoaderKnobs>,
 ) -> Result<crate::RunReport, TuneError> {
     let (options, progress) = (ctx.options, ctx.progress);
     let batch_size = objective.batch_size;
@@ -276,8 +280,8 @@ fn tune_trial_batch(
         epochs: 1,
         ..objective.spec
     };
-    objective.time_spec(&Knobs::DEFAULT, warm, TrialPurpose::WarmUp)?;
-    let probe = Knobs::recommended(&ctx.machine);
+    objective.time_spec(&LoaderKnobs::DEFAULT, warm, TrialPurpose::WarmUp)?;
+    let probe = crate::recommended_knobs(&ctx.machine);
     let mut noise_probes = Vec::new();
     if saved.is_none() {
         if let Some(t) = options.trial_seconds {
@@ -327,12 +331,12 @@ mod tests {
     struct Known {
         requests: Vec<TrialRequest>,
         stop_after: Option<usize>,
-        cost: fn(&Knobs) -> f64,
+        cost: fn(&LoaderKnobs) -> f64,
     }
 
-    fn cost(k: &Knobs) -> f64 {
+    fn cost(k: &LoaderKnobs) -> f64 {
         let w = (k.num_workers as f64 - 3.0).abs() + 1.0;
-        let p = 1.0 + ((k.prefetch_factor as f64).log2() - 2.0).abs() * 0.1;
+        let p = 1.0 + ((k.prefetch_factor.unwrap_or(2) as f64).log2() - 2.0).abs() * 0.1;
         let persistent = if k.persistent_workers { 0.9 } else { 1.0 };
         w * p * persistent
     }
@@ -343,7 +347,7 @@ mod tests {
             if self.stop_after == Some(self.requests.len()) {
                 return Err(TrialFailure::Stop("KeyboardInterrupt".into()));
             }
-            if r.knobs.num_workers == 1 && r.knobs.prefetch_factor == 1 {
+            if r.knobs.num_workers == 1 && r.knobs.prefetch_factor == Some(1) {
                 return Err(TrialFailure::Failed("RuntimeError: worker 0 died".into()));
             }
             Ok((self.cost)(&r.knobs) * (r.samples as f64 * r.epochs as f64) / 20_000.0)
@@ -390,19 +394,19 @@ mod tests {
             .configurations()
             .iter()
             .map(crate::KnobSpace::knobs)
-            .filter(|k| !(k.num_workers == 1 && k.prefetch_factor == 1))
+            .filter(|k| !(k.num_workers == 1 && k.prefetch_factor == Some(1)))
             .min_by(|a, b| cost(a).total_cmp(&cost(b)))
             .expect("a configuration");
         assert_eq!(run.optimal.as_ref().map(|o| o.config), Some(best));
         assert_eq!(run.adapt.config, best, "the AVL search finds it too");
         // Sized: a trial of the recommended configuration lasts >= 1 s.
         let spec = run.trial.expect("sized");
-        let probe = Knobs::recommended(&report.machine);
+        let probe = crate::recommended_knobs(&report.machine);
         assert!(cost(&probe) * (spec.samples as f64 * spec.epochs as f64) / 20_000.0 >= 1.0);
         assert!(spec.samples > 512 && spec.samples <= 50_000);
         // Every trial after sizing has that length; the first is the warm-up.
         assert_eq!(runner.requests[0].purpose, TrialPurpose::WarmUp);
-        assert_eq!(runner.requests[0].knobs, Knobs::DEFAULT);
+        assert_eq!(runner.requests[0].knobs, LoaderKnobs::DEFAULT);
         let timed: Vec<_> = runner
             .requests
             .iter()
@@ -417,7 +421,7 @@ mod tests {
         // The failing configuration is a failed trial named in the trace.
         assert!(run.trace.iter().any(|t| {
             t.config.num_workers == 1
-                && t.config.prefetch_factor == 1
+                && t.config.prefetch_factor == Some(1)
                 && t.note
                     .as_deref()
                     .is_some_and(|n| n.contains("worker 0 died"))
@@ -426,7 +430,7 @@ mod tests {
         assert_eq!(report.final_samples, spec.samples);
         // The searches start from the noise probes' trials: where they
         // visit a probe's configuration, no first trial is run for it.
-        let probes: Vec<Knobs> = run.noise_probes.iter().map(|p| p.config).collect();
+        let probes: Vec<LoaderKnobs> = run.noise_probes.iter().map(|p| p.config).collect();
         let visits: Vec<usize> = run
             .trace
             .iter()
@@ -441,9 +445,9 @@ mod tests {
         // The optimum is the busiest probe (every worker, prefetch 2, not
         // persistent): every search reaches it, and none runs its first
         // trial again; the grid measures it itself.
-        fn at_busiest(k: &Knobs) -> f64 {
+        fn at_busiest(k: &LoaderKnobs) -> f64 {
             let w = 1.0 + 10.0 / (1.0 + k.num_workers as f64);
-            let p = 1.0 + ((k.prefetch_factor as f64).log2() - 1.0).abs() * 0.1;
+            let p = 1.0 + ((k.prefetch_factor.unwrap_or(2) as f64).log2() - 1.0).abs() * 0.1;
             w * p * if k.persistent_workers { 1.1 } else { 1.0 }
         }
         let mut runner = Known {

@@ -6,11 +6,11 @@ use crate::monitor::time_loader;
 use crate::noise::{measure_noise, measured_avl, noise_probes_for, noisiest};
 use crate::options::{Progress, TuneOptions};
 use crate::report::{Noise, TraceEntry};
-use crate::search::run_searches;
+use crate::search::{SearchPlan, run_searches};
 use crate::space::Budgeted;
 use crate::{
-    Budget, CommandObjective, KnobSpace, Knobs, LoaderObjective, Machine, Profile, ProfileEntry,
-    ProfileKey, Report, RunReport, TrialSpec, TuneError,
+    Budget, CommandObjective, KnobSpace, LoaderKnobs, LoaderObjective, Machine, Profile,
+    ProfileEntry, ProfileKey, Report, RunReport, TrialSpec, TuneError,
 };
 use adapt_dataset::Dataset;
 use adapt_loader::LoaderConfig;
@@ -56,7 +56,7 @@ impl<'a> TuneContext<'a> {
 /// probes and the trial as sized.
 pub(crate) struct Prepared {
     pub(crate) batch_size: usize,
-    pub(crate) saved: Option<Knobs>,
+    pub(crate) saved: Option<LoaderKnobs>,
     pub(crate) noise_probes: Vec<Noise>,
     pub(crate) trial: Option<TrialSpec>,
 }
@@ -174,7 +174,7 @@ fn tune_batch(
     ctx: &TuneContext<'_>,
     data: &TunedData<'_>,
     batch_size: usize,
-    saved: Option<Knobs>,
+    saved: Option<LoaderKnobs>,
 ) -> Result<(RunReport, u64), TuneError> {
     let (options, progress) = (ctx.options, ctx.progress);
     let base = data.built.loader_config(LoaderConfig {
@@ -197,7 +197,7 @@ fn tune_batch(
     // Trials are sized on the configuration most runs would start from
     // (the recommended one); the noise is measured on it and on the
     // busiest one.
-    let probe = Knobs::recommended(&ctx.machine);
+    let probe = crate::recommended_knobs(&ctx.machine);
     let mut noise_probes = Vec::new();
     if saved.is_none() {
         if let Some(t) = options.trial_seconds {
@@ -228,7 +228,7 @@ fn tune_batch(
         }
         None => 2,
     };
-    let mut final_time = |_: &mut _, k: &Knobs| -> Result<f64, TuneError> {
+    let mut final_time = |_: &mut _, k: &LoaderKnobs| -> Result<f64, TuneError> {
         time_loader(&data.final_set, &base, k, final_epochs, engine, step)
     };
     let prepared = Prepared {
@@ -253,13 +253,11 @@ pub fn tune_command(
             "the final comparison needs at least one repeat".into(),
         ));
     }
-    if !crate::command::PLACEHOLDERS
-        .iter()
-        .any(|p| template.contains(p))
-    {
+    let placeholders = crate::command::placeholders();
+    if !placeholders.iter().any(|p| template.contains(p.as_str())) {
         return Err(TuneError::InvalidOption(format!(
             "the command uses none of {}",
-            crate::command::PLACEHOLDERS.join(" ")
+            placeholders.join(" ")
         )));
     }
     let ctx = TuneContext::new(options, progress);
@@ -281,7 +279,7 @@ pub fn tune_command(
         budget,
     };
     let space = ctx.space.clone();
-    let mut measure = |k: &Knobs| -> Result<f64, TuneError> {
+    let mut measure = |k: &LoaderKnobs| -> Result<f64, TuneError> {
         finals
             .measure(&space.config(k))
             .map_err(|e| TuneError::Trial(e.to_string()))
@@ -327,7 +325,7 @@ pub(crate) fn tune_one<O: Objective>(
     ctx: &TuneContext<'_>,
     objective: &mut O,
     prepared: Prepared,
-    final_time: &mut dyn FnMut(&mut O, &Knobs) -> Result<f64, TuneError>,
+    final_time: &mut dyn FnMut(&mut O, &LoaderKnobs) -> Result<f64, TuneError>,
 ) -> Result<RunReport, TuneError> {
     let Prepared {
         batch_size,
@@ -339,25 +337,23 @@ pub(crate) fn tune_one<O: Objective>(
     let avl = measured_avl(ctx.options.avl, noise.as_ref());
     let all = ctx.space.space().configurations();
     let infeasible = infeasible_count(objective, &all)?;
-    let label = format!("batch {batch_size}");
-    let before = crate::noise::priors(&ctx.space, &noise_probes);
-    let found = run_searches(
-        &ctx.space,
-        objective,
-        ctx.options.strategy,
-        &avl,
+    let plan = SearchPlan {
+        strategy: ctx.options.strategy,
+        avl,
         saved,
-        &before,
-        &label,
-        ctx.progress,
-    )?;
+        before: crate::noise::priors(&ctx.space, &noise_probes),
+        label: format!("batch {batch_size}"),
+        progress: ctx.progress,
+    };
+    let found = run_searches(&ctx.space, objective, &plan)?;
+    let avl = plan.avl;
     let margin = avl
         .noise
         .threshold
         .max(noise.as_ref().map_or(0.0, |n| n.relative_spread));
     let contenders = Contenders {
-        default: Knobs::DEFAULT,
-        recommended: Knobs::recommended(&ctx.machine),
+        default: LoaderKnobs::DEFAULT,
+        recommended: crate::recommended_knobs(&ctx.machine),
         adapt: found.pick,
         optimal: found.optimal,
         other: found.other,
@@ -366,7 +362,7 @@ pub(crate) fn tune_one<O: Objective>(
     let c = contenders.compare(
         ctx.options.final_repeats,
         &mut |k| final_time(objective, k),
-        &label,
+        &plan.label,
         ctx.progress,
     );
     let mut trace = noise_trace(&noise_probes);

@@ -16,10 +16,11 @@
 //! key rule is that nothing above this crate composes those engines itself.
 //!
 //! ```no_run
-//! use adapt::{DatasetSpec, Pipeline, Run, RunOptions};
+//! use adapt::{DatasetSpec, LoaderKnobs, Pipeline, Run, RunOptions};
 //! let pipeline = Pipeline::new(DatasetSpec::new(&adapt::Cifar10Format, "datasets/cifar10"))
 //!     .with_transforms("random_crop(32,padding=4),hflip,normalize(cifar10)")?;
-//! let mut run = Run::open(&pipeline, &RunOptions { batch_size: 128, num_workers: 2, ..Default::default() })?;
+//! let knobs = LoaderKnobs { num_workers: 2, ..LoaderKnobs::DEFAULT };
+//! let mut run = Run::open(&pipeline, &RunOptions { batch_size: 128, knobs, ..Default::default() })?;
 //! run.start(0)?;
 //! while let Some(batch) = run.next(&mut || false) {
 //!     let batch = batch?;
@@ -54,10 +55,11 @@ pub use tune::{
     tune, tune_command, tune_trials,
 };
 
-pub use adapt_dataset::{Sample, Shape};
+pub use adapt_dataset::{Layout, Sample, SampleView, Shape};
 pub use adapt_formats::{PARQUET_ENABLED, Split};
 pub use adapt_loader::{
-    Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderState, OutputFormat, Plan,
+    Batch, Distributed, EpochPlan, Launch, LoaderConfig, LoaderKnobs, LoaderState, OutputFormat,
+    Plan,
 };
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
 pub use adapt_pipeline::{
@@ -72,7 +74,7 @@ pub use adapt_remote::{
 pub use adapt_search::{AvlOptions, Measured};
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{
-    Knobs, Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,
+    Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,
     TrialLimit, TrialPurpose, TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
 };
 

@@ -4,7 +4,7 @@
 //! configuration against the default's — a page to read why the pick is
 //! what it is. Styles and drawings are inline; the page loads nothing.
 
-use crate::{AdaptError, Knobs, Pipeline, Progress, Report, Run, RunOptions, StageReport};
+use crate::{AdaptError, LoaderKnobs, Pipeline, Progress, Report, Run, RunOptions, StageReport};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -15,7 +15,7 @@ pub struct StagePair {
     /// The batch size of the report's run.
     pub batch_size: usize,
     /// (configuration, its stages) for the default, then the pick.
-    pub measured: Vec<(Knobs, StageReport)>,
+    pub measured: Vec<(LoaderKnobs, StageReport)>,
     /// Why nothing was measured (a `--command` or PyTorch tuning: the
     /// loader timed is not adapt's).
     pub missing: Option<String>,
@@ -65,17 +65,14 @@ pub fn measure_stage_pairs(
 /// samples, and where its time went.
 fn epoch_stages(
     pipeline: &Pipeline,
-    knobs: &Knobs,
+    knobs: &LoaderKnobs,
     batch_size: usize,
     samples: usize,
 ) -> Result<StageReport, AdaptError> {
     let options = RunOptions {
         batch_size,
         shuffle: true,
-        num_workers: knobs.num_workers,
-        prefetch_factor: (knobs.num_workers > 0).then_some(knobs.prefetch_factor),
-        pin_memory: knobs.pin_memory,
-        persistent_workers: knobs.persistent_workers,
+        knobs: knobs.canonical(),
         stage_timing: true,
         ..RunOptions::default()
     };
@@ -280,7 +277,7 @@ fn stage_section(pair: &StagePair) -> String {
 }
 
 /// Every stage any of `measured` has, in the order first seen.
-fn stage_names(measured: &[(Knobs, StageReport)]) -> Vec<String> {
+fn stage_names(measured: &[(LoaderKnobs, StageReport)]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for (_, r) in measured {
         for (name, _) in &r.stages {
@@ -294,7 +291,7 @@ fn stage_names(measured: &[(Knobs, StageReport)]) -> Vec<String> {
 
 /// Two rows per configuration: the stages stacked (seconds of work) and
 /// the epoch (seconds of wall time) with the consumer's wait in it.
-fn bars_svg(measured: &[(Knobs, StageReport)], names: &[String], widest: f64) -> String {
+fn bars_svg(measured: &[(LoaderKnobs, StageReport)], names: &[String], widest: f64) -> String {
     const LEFT: f64 = 260.0;
     const WIDTH: f64 = 640.0;
     let scale = if widest > 0.0 { WIDTH / widest } else { 0.0 };

@@ -4,11 +4,11 @@
 
 use crate::AdaptError;
 use adapt_loader::{
-    Batch, Distributed, Feed, Launch, Loader, LoaderConfig, LoaderError, LoaderState,
+    Batch, Distributed, Feed, Launch, Loader, LoaderConfig, LoaderError, LoaderKnobs, LoaderState,
 };
 use adapt_pipeline::{Built, Pipeline};
 use adapt_transfer::{Device, PinnedPool, TransferEngine, pinned_pool_size};
-use adapt_tune::{AutotunedFeed, Knobs, Machine, MaybeTuned, Profile};
+use adapt_tune::{AutotunedFeed, Machine, MaybeTuned, Profile};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,14 +47,9 @@ pub struct RunOptions {
     pub drop_last: bool,
     /// Seed of the order and of every random step.
     pub seed: u64,
-    /// Worker threads; 0 loads in the consumer's thread.
-    pub num_workers: usize,
-    /// Batches in flight per worker (`None`: 2 with workers).
-    pub prefetch_factor: Option<usize>,
-    /// Collate into page-locked buffers when `device` is a usable GPU.
-    pub pin_memory: bool,
-    /// Keep the workers across epochs.
-    pub persistent_workers: bool,
+    /// PyTorch's four knobs; `pin_memory` page-locks only when `device` is
+    /// a usable GPU.
+    pub knobs: LoaderKnobs,
     /// Packs only: read shard by shard with a shuffle buffer of this many samples.
     pub stream: Option<usize>,
     /// WebDataset and Parquet streams: shards (row groups) read at once,
@@ -82,10 +77,7 @@ impl Default for RunOptions {
             shuffle: false,
             drop_last: false,
             seed: 0,
-            num_workers: 0,
-            prefetch_factor: None,
-            pin_memory: false,
-            persistent_workers: false,
+            knobs: LoaderKnobs::DEFAULT,
             stream: None,
             interleave: None,
             distributed: None,
@@ -141,7 +133,7 @@ impl Run {
     /// `pin_memory` and a usable GPU the loader collates into that
     /// device's page-locked pool, sized by [`pinned_pool_size`].
     pub fn open(pipeline: &Pipeline, options: &RunOptions) -> Result<Run, AdaptError> {
-        let engine = match (options.pin_memory, options.device) {
+        let engine = match (options.knobs.pin_memory, options.device) {
             (true, Device::Cuda(n)) => TransferEngine::new(Device::Cuda(n)).ok(),
             _ => None,
         };
@@ -161,7 +153,7 @@ impl Run {
     ) -> Result<Run, AdaptError> {
         let built = pipeline.build()?;
         let config = loader_config(&built, options)?;
-        let pinned = pool.filter(|_| options.pin_memory);
+        let pinned = pool.filter(|_| options.knobs.pin_memory);
         let provider = pinned.as_ref().map(|p| {
             p.reserve(pinned_pool_size(&config));
             p.provider()
@@ -318,13 +310,10 @@ impl Run {
         Ok(())
     }
 
-    /// Switches the workers between two batches (the same batches follow).
-    pub fn reconfigure(
-        &mut self,
-        num_workers: usize,
-        prefetch_factor: Option<usize>,
-    ) -> Result<(), AdaptError> {
-        self.feed.feed().reconfigure(num_workers, prefetch_factor)?;
+    /// Switches the knobs between two batches (the same batches follow;
+    /// `pin_memory` stays as the run was built).
+    pub fn reconfigure(&mut self, knobs: LoaderKnobs) -> Result<(), AdaptError> {
+        self.feed.feed().reconfigure(knobs)?;
         self.follow_knobs();
         Ok(())
     }
@@ -345,14 +334,11 @@ fn loader_config(built: &Built, o: &RunOptions) -> Result<LoaderConfig, AdaptErr
         ));
     }
     let mut config = built.loader_config(LoaderConfig {
+        knobs: o.knobs,
         batch_size: o.batch_size,
         shuffle: o.shuffle,
         drop_last: o.drop_last,
         seed: o.seed,
-        num_workers: o.num_workers,
-        prefetch_factor: o.prefetch_factor,
-        pin_memory: o.pin_memory,
-        persistent_workers: o.persistent_workers,
         distributed: o.distributed,
         timeout: o.timeout,
         stage_timing: o.stage_timing,
@@ -375,7 +361,7 @@ fn drive(
         return Ok((MaybeTuned::Fixed(feed), None));
     };
     let machine = Machine::detect();
-    let start: Option<Knobs> = match &auto.profile {
+    let start: Option<LoaderKnobs> = match &auto.profile {
         Some(p) => Profile::load(p)?
             .lookup(identity, options.batch_size, &machine)
             .map(|e| e.knobs),

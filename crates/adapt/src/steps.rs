@@ -5,7 +5,7 @@
 //! the user's decoding is followed by the same Rust steps the loader runs.
 
 use crate::AdaptError;
-use adapt_dataset::{Layout, Read, Sample, SampleView, Shape};
+use adapt_dataset::{Read, Sample, SampleView, Shape};
 use adapt_loader::{OutputFormat, collate_sample, transform_read};
 use adapt_pipeline::{PipelineError, TransformSpec, compose_steps, parse_transforms};
 use adapt_transform::{Compose, Normalize, SampleRng, Scratch};
@@ -64,39 +64,26 @@ impl SampleSteps {
         self.shape.len() * self.output.bytes_per_value()
     }
 
-    /// Runs the steps on `pixels` (an image of `shape`, interleaved HWC or
-    /// planar CHW) with the random stream of (`seed`, `epoch`, `key`) and
-    /// collates the result into `out` (`sample_bytes()` long).
-    #[allow(clippy::too_many_arguments)]
+    /// Runs the steps on `view` (a lent image, interleaved HWC or planar
+    /// CHW; its label is not read) with the random stream of (`seed`,
+    /// `epoch`, `key`) and collates the result into `out`
+    /// (`sample_bytes()` long).
     pub fn write(
         &self,
-        pixels: &[u8],
-        shape: Shape,
-        planar: bool,
+        view: SampleView<'_>,
         (seed, epoch, key): (u64, u64, u64),
         out: &mut [u8],
         buf: &mut StepScratch,
     ) -> Result<(), AdaptError> {
         let fixed = self.input.height > 0 && self.input.width > 0;
-        if fixed && shape != self.input {
+        if fixed && view.shape != self.input {
             return Err(PipelineError::Option(format!(
-                "a sample of {shape}, the first was {}: the steps need samples of one size \
+                "a sample of {}, the first was {}: the steps need samples of one size \
                  (or a first step that fixes it)",
-                self.input
+                view.shape, self.input
             ))
             .into());
         }
-        let layout = if planar {
-            Layout::Planar
-        } else {
-            Layout::Interleaved
-        };
-        let view = SampleView {
-            pixels,
-            shape,
-            layout,
-            label: 0,
-        };
         view.validate().map_err(|e| sample_error(key, e))?;
         // The loader's own path: the caller's array is a lent sample.
         let rng = SampleRng::new(seed, epoch, key);

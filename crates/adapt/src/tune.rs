@@ -4,7 +4,7 @@
 use crate::AdaptError;
 use adapt_pipeline::{DatasetSpec, Pipeline};
 use adapt_tune::{
-    KnobSpace, Knobs, Machine, Profile, Progress, Report, SpaceKind, TrialData, TrialRunner,
+    KnobSpace, LoaderKnobs, Machine, Profile, Progress, Report, SpaceKind, TrialData, TrialRunner,
     TuneOptions,
 };
 use std::path::Path;
@@ -67,7 +67,7 @@ pub fn tune_trials(
 /// The configurations of the knob space `kind` on this machine (`gpu`:
 /// the accelerator the caller's loader sees; `None` fixes pin_memory
 /// off), canonical, in the search's order.
-pub fn space_configurations(kind: SpaceKind, gpu: Option<String>) -> Vec<Knobs> {
+pub fn space_configurations(kind: SpaceKind, gpu: Option<String>) -> Vec<LoaderKnobs> {
     let machine = Machine {
         gpu,
         ..Machine::detect()
@@ -88,7 +88,7 @@ pub fn profile_knobs_of(
     identity: &str,
     batch_size: usize,
     gpu: Option<String>,
-) -> Result<Option<Knobs>, AdaptError> {
+) -> Result<Option<LoaderKnobs>, AdaptError> {
     let machine = Machine {
         gpu,
         ..Machine::detect()
@@ -113,7 +113,7 @@ pub fn profile_knobs(
     path: &Path,
     pipeline: &Pipeline,
     batch_size: usize,
-) -> Result<Option<Knobs>, AdaptError> {
+) -> Result<Option<LoaderKnobs>, AdaptError> {
     let identity = pipeline.build()?.identity();
     let profile = Profile::load(path)?;
     Ok(profile

@@ -4,14 +4,17 @@
 
 use crate::util::{Boom, Synthetic, loader};
 use adapt_dataset::Dataset;
-use adapt_loader::{Distributed, ErrorPolicy, Loader, LoaderConfig, LoaderError};
+use adapt_loader::{Distributed, ErrorPolicy, Loader, LoaderConfig, LoaderError, LoaderKnobs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn cfg(workers: usize) -> LoaderConfig {
     LoaderConfig {
         batch_size: 4,
-        num_workers: workers,
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            ..LoaderKnobs::DEFAULT
+        },
         ..LoaderConfig::default()
     }
 }
@@ -137,10 +140,13 @@ fn dropping_an_epoch_or_the_loader_joins_every_worker_promptly() {
         ds.every_sample = Some(Duration::from_millis(5));
         let ds: Arc<dyn Dataset> = Arc::new(ds);
         let config = LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: 3,
+                prefetch_factor: Some(4),
+                persistent_workers: persistent,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 16,
-            num_workers: 3,
-            prefetch_factor: Some(4),
-            persistent_workers: persistent,
             ..LoaderConfig::default()
         };
         let mut l = loader(Arc::clone(&ds), config);
@@ -185,16 +191,25 @@ fn impossible_configurations_are_refused_at_construction() {
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            prefetch_factor: Some(2),
+            knobs: LoaderKnobs {
+                prefetch_factor: Some(2),
+                ..LoaderKnobs::DEFAULT
+            },
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            persistent_workers: true,
+            knobs: LoaderKnobs {
+                persistent_workers: true,
+                ..LoaderKnobs::DEFAULT
+            },
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            num_workers: 1,
-            prefetch_factor: Some(0),
+            knobs: LoaderKnobs {
+                num_workers: 1,
+                prefetch_factor: Some(0),
+                ..LoaderKnobs::DEFAULT
+            },
             ..LoaderConfig::default()
         },
         LoaderConfig {
@@ -212,7 +227,10 @@ fn impossible_configurations_are_refused_at_construction() {
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            num_workers: 1,
+            knobs: LoaderKnobs {
+                num_workers: 1,
+                ..LoaderKnobs::DEFAULT
+            },
             timeout: Some(Duration::ZERO),
             ..LoaderConfig::default()
         },
@@ -238,9 +256,12 @@ fn impossible_configurations_are_refused_at_construction() {
 fn steady_state_allocates_no_new_buffer() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(100));
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: 2,
+            prefetch_factor: Some(2),
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 4,
-        num_workers: 2,
-        prefetch_factor: Some(2),
         ..LoaderConfig::default()
     };
     let mut l = loader(ds, config);
@@ -371,8 +392,11 @@ fn a_refused_allocation_is_an_error_not_a_hang() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(100));
     for workers in [0, 1, 3] {
         let config = LoaderConfig {
+            knobs: LoaderKnobs {
+                pin_memory: true,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 4,
-            pin_memory: true,
             ..cfg(workers)
         };
         let provider: Arc<dyn BufferProvider> = Arc::new(Refusing(AtomicUsize::new(0)));

@@ -2,7 +2,7 @@
 
 use crate::util::{SHAPE, Synthetic, loader, run_epoch};
 use adapt_dataset::Dataset;
-use adapt_loader::{Distributed, LoaderConfig, epoch_order};
+use adapt_loader::{Distributed, LoaderConfig, LoaderKnobs, epoch_order};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -21,14 +21,16 @@ fn arb_config() -> impl Strategy<Value = (usize, LoaderConfig)> {
         .prop_map(
             |(len, bs, shuffle, drop_last, seed, workers, p, pin, persist)| {
                 let config = LoaderConfig {
+                    knobs: LoaderKnobs {
+                        num_workers: workers,
+                        prefetch_factor: (workers > 0).then_some(1 << p),
+                        pin_memory: pin,
+                        persistent_workers: persist && workers > 0,
+                    },
                     batch_size: bs,
                     shuffle,
                     drop_last,
                     seed,
-                    num_workers: workers,
-                    prefetch_factor: (workers > 0).then_some(1 << p),
-                    pin_memory: pin,
-                    persistent_workers: persist && workers > 0,
                     ..LoaderConfig::default()
                 };
                 (len, config)
@@ -56,7 +58,10 @@ proptest! {
         prop_assert_eq!(seen.len(), expected_len, "an index came twice");
         // Bounded memory: buffers ever allocated ≤ in-flight bound + the consumer's one.
         prop_assert!(l.buffers_allocated() <= config.max_in_flight() + 1);
-        let inline = LoaderConfig { num_workers: 0, prefetch_factor: None, persistent_workers: false, ..config };
+        let inline = LoaderConfig {
+            knobs: LoaderKnobs { num_workers: 0, prefetch_factor: None, persistent_workers: false, ..LoaderKnobs::DEFAULT },
+            ..config
+        };
         prop_assert!(run_epoch(&mut loader(ds, inline), epoch) == got);
     }
 

@@ -2,7 +2,7 @@
 
 use adapt_dataset::Dataset;
 use adapt_formats::{CelebA, CelebAOptions, Cifar10, Split};
-use adapt_loader::{Loader, LoaderConfig};
+use adapt_loader::{Loader, LoaderConfig, LoaderKnobs};
 use adapt_transform::Normalize;
 use std::sync::Arc;
 
@@ -18,9 +18,12 @@ fn cifar10_batches_are_normalised_chw_of_the_records() {
     let ds = Arc::new(Cifar10::open(dir.path(), Split::Train).unwrap());
     let norm = Normalize::new(&[0.5; 3], &[0.25; 3]).unwrap();
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: 2,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 16,
         shuffle: true,
-        num_workers: 2,
         normalize: Some(norm),
         ..LoaderConfig::default()
     };
@@ -59,9 +62,12 @@ fn celeba_through_workers_matches_inline() {
         Arc::new(CelebA::open(dir.path(), CelebAOptions::default()).unwrap());
     let run = |workers| {
         let config = LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 5,
             shuffle: true,
-            num_workers: workers,
             ..LoaderConfig::default()
         };
         let mut l = Loader::new(Arc::clone(&ds), config).unwrap();

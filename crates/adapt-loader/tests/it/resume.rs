@@ -3,7 +3,7 @@
 
 use crate::util::{Synthetic, loader, run_epoch};
 use adapt_dataset::Dataset;
-use adapt_loader::{Distributed, LoaderConfig, LoaderError, LoaderState};
+use adapt_loader::{Distributed, LoaderConfig, LoaderError, LoaderKnobs, LoaderState};
 use adapt_transform::{Compose, RandomCrop, RandomFlip};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -63,7 +63,10 @@ fn resuming_yields_the_rest_byte_for_byte_for_every_knob_setting() {
         let (_, state) = take(
             &ds,
             LoaderConfig {
-                num_workers: 2,
+                knobs: LoaderKnobs {
+                    num_workers: 2,
+                    ..LoaderKnobs::DEFAULT
+                },
                 ..base.clone()
             },
             2,
@@ -76,9 +79,12 @@ fn resuming_yields_the_rest_byte_for_byte_for_every_knob_setting() {
             let mut l = loader(
                 Arc::clone(&ds),
                 LoaderConfig {
-                    num_workers: workers,
-                    prefetch_factor: prefetch,
-                    persistent_workers: persist,
+                    knobs: LoaderKnobs {
+                        num_workers: workers,
+                        prefetch_factor: prefetch,
+                        persistent_workers: persist,
+                        ..LoaderKnobs::DEFAULT
+                    },
                     ..base.clone()
                 },
             );
@@ -318,11 +324,14 @@ fn in_segments(
 fn a_second_and_third_resume_in_a_row_give_the_uninterrupted_order() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(61));
     let cfg = |rank, world_size, workers, drop_last| LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 3,
         shuffle: true,
         drop_last,
         seed: 4,
-        num_workers: workers,
         transforms: Some(random_pipeline()),
         identity: "synthetic|random".into(),
         distributed: Some(Distributed { rank, world_size }),

@@ -2,7 +2,7 @@
 
 use crate::util::Synthetic;
 use adapt_dataset::stage::Stage;
-use adapt_loader::{Loader, LoaderConfig};
+use adapt_loader::{Loader, LoaderConfig, LoaderKnobs};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +12,11 @@ fn run(workers: usize, timing: bool) -> Option<adapt_loader::StageStats> {
         ..Synthetic::new(48)
     };
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 8,
-        num_workers: workers,
         stage_timing: timing,
         ..LoaderConfig::default()
     };

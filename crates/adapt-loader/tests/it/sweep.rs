@@ -2,7 +2,7 @@
 
 use crate::util::{Synthetic, loader, run_epoch, sweep};
 use adapt_dataset::Dataset;
-use adapt_loader::{LoaderConfig, OutputFormat};
+use adapt_loader::{LoaderConfig, LoaderKnobs, OutputFormat};
 use adapt_transform::{ColorJitter, Compose, Normalize, PaddingMode, RandomCrop, RandomFlip};
 use std::sync::Arc;
 
@@ -103,10 +103,13 @@ fn every_knob_combination_gives_the_same_bytes_with_u8_outputs() {
 fn a_random_pipeline_differs_by_epoch_and_repeats_within_one() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(30));
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: 2,
+            persistent_workers: true,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 30,
         transforms: Some(random_pipeline()),
-        num_workers: 2,
-        persistent_workers: true,
         ..LoaderConfig::default()
     };
     let mut l = loader(ds, config);
@@ -171,10 +174,13 @@ fn u8_batches_hold_the_f32_batches_pixels_in_their_layouts() {
 fn shuffle_changes_every_epoch_with_persistent_workers() {
     let ds: Arc<dyn Dataset> = Arc::new(Synthetic::new(40));
     let config = LoaderConfig {
+        knobs: LoaderKnobs {
+            num_workers: 2,
+            persistent_workers: true,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 8,
         shuffle: true,
-        num_workers: 2,
-        persistent_workers: true,
         ..LoaderConfig::default()
     };
     let mut l = loader(ds, config);

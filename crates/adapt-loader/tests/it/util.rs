@@ -2,7 +2,7 @@
 //! buffers, epoch runs and the knob sweep.
 
 use adapt_dataset::{Dataset, Error, Read, Sample, Shape};
-use adapt_loader::{BufferProvider, HostBuffer, Loader, LoaderConfig, LoaderError};
+use adapt_loader::{BufferProvider, HostBuffer, Loader, LoaderConfig, LoaderError, LoaderKnobs};
 use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -107,7 +107,7 @@ pub fn loader(ds: Arc<dyn Dataset>, config: LoaderConfig) -> Loader {
 }
 
 pub fn run_epoch(loader: &mut Loader, epoch: u64) -> Stream {
-    let pin = loader.config().pin_memory;
+    let pin = loader.config().knobs.pin_memory;
     let bound = loader.config().max_in_flight();
     let mut e = loader.epoch(epoch).unwrap();
     let mut out = Vec::new();
@@ -150,10 +150,12 @@ pub fn sweep(base: &LoaderConfig) -> Vec<(String, LoaderConfig)> {
                         if persist { "-persist" } else { "" }
                     );
                     let config = LoaderConfig {
-                        num_workers: workers,
-                        prefetch_factor: prefetch,
-                        pin_memory: pin,
-                        persistent_workers: persist,
+                        knobs: LoaderKnobs {
+                            num_workers: workers,
+                            prefetch_factor: prefetch,
+                            pin_memory: pin,
+                            persistent_workers: persist,
+                        },
                         ..base.clone()
                     };
                     out.push((label, config));

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // Tests unwrap: a panic is the failure report.
 
 use adapt_dataset::Dataset;
-use adapt_loader::{Loader, LoaderConfig, OutputFormat};
+use adapt_loader::{Loader, LoaderConfig, LoaderKnobs, OutputFormat};
 use adapt_pipeline::{DatasetSpec, Pipeline, PipelineError, parse_transforms, transforms_text};
 use std::path::Path;
 
@@ -171,10 +171,13 @@ fn the_loader_batches_what_inspect_shows() {
         .unwrap();
     for workers in [0, 2] {
         let config = built.loader_config(LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 7,
             shuffle: true,
             seed: 9,
-            num_workers: workers,
             ..LoaderConfig::default()
         });
         let mut loader = Loader::new(built.dataset(), config).unwrap();
@@ -408,8 +411,11 @@ fn reduced_decoding_is_close_to_the_exact_path_and_consistent() {
         let mut loader = Loader::new(
             reduced.dataset(),
             reduced.loader_config(LoaderConfig {
+                knobs: LoaderKnobs {
+                    num_workers: 2,
+                    ..LoaderKnobs::DEFAULT
+                },
                 batch_size: 6,
-                num_workers: 2,
                 ..LoaderConfig::default()
             }),
         )
@@ -456,9 +462,12 @@ fn a_streaming_epoch_resumes_exactly() {
         .unwrap();
     let loader = |workers: usize| {
         let mut config = built.loader_config(LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 7,
             seed: 3,
-            num_workers: workers,
             ..LoaderConfig::default()
         });
         config.sampler = built
@@ -521,7 +530,10 @@ fn absurd_sizes_are_refused_at_build() {
             ..LoaderConfig::default()
         },
         LoaderConfig {
-            num_workers: 100_000,
+            knobs: LoaderKnobs {
+                num_workers: 100_000,
+                ..LoaderKnobs::DEFAULT
+            },
             ..LoaderConfig::default()
         },
     ] {

@@ -14,7 +14,7 @@ mod shared_cache;
 
 use adapt_dataset::Dataset;
 use adapt_formats::{Cifar10, Split};
-use adapt_loader::{Loader, LoaderConfig, LoaderError, OutputFormat, Sampler};
+use adapt_loader::{Loader, LoaderConfig, LoaderError, LoaderKnobs, OutputFormat, Sampler};
 use adapt_pack::{PackDataset, PackOptions, Payload, ShardStream, SourceInfo, write_pack};
 use adapt_remote::testing::S3Server;
 use adapt_remote::{RemoteError, RemoteOptions, open_pack, publish, upload_pack, verify_pack};
@@ -82,8 +82,11 @@ fn loader(pack: &Arc<PackDataset>, workers: usize, stream: bool) -> Loader {
     Loader::new(
         Arc::clone(pack) as Arc<dyn Dataset>,
         LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 10,
-            num_workers: workers,
             output: OutputFormat::U8Nhwc,
             sampler,
             ..LoaderConfig::default()
@@ -353,8 +356,11 @@ fn a_slow_server_trips_the_loaders_timeout() {
     let mut l = Loader::new(
         Arc::clone(&pack) as Arc<dyn Dataset>,
         LoaderConfig {
+            knobs: LoaderKnobs {
+                num_workers: 1,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 10,
-            num_workers: 1,
             timeout: Some(Duration::from_millis(500)),
             ..LoaderConfig::default()
         },

@@ -4,7 +4,7 @@
 
 use adapt_dataset::Dataset;
 use adapt_formats::{Cifar10, Split};
-use adapt_loader::{Loader, LoaderConfig};
+use adapt_loader::{Loader, LoaderConfig, LoaderKnobs};
 use adapt_transfer::{Device, TransferEngine, TransferError, driver_present, probe};
 use std::sync::Arc;
 
@@ -28,9 +28,12 @@ fn config(workers: usize, pin: bool) -> LoaderConfig {
     LoaderConfig {
         batch_size: 16,
         shuffle: true,
-        num_workers: workers,
-        prefetch_factor: (workers > 0).then_some(2),
-        pin_memory: pin,
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            prefetch_factor: (workers > 0).then_some(2),
+            pin_memory: pin,
+            ..LoaderKnobs::DEFAULT
+        },
         ..LoaderConfig::default()
     }
 }
@@ -181,12 +184,14 @@ fn pinned_share_stays_full_over_ten_epochs_at_every_depth() {
         for (workers, prefetch) in [(0, None), (1, Some(1)), (2, Some(2)), (2, Some(8))] {
             let alloc = Arc::new(CountingAllocator::default());
             let cfg = LoaderConfig {
+                knobs: LoaderKnobs {
+                    num_workers: workers,
+                    prefetch_factor: prefetch,
+                    persistent_workers: workers > 0,
+                    pin_memory: true,
+                },
                 batch_size: 16,
                 shuffle: true,
-                num_workers: workers,
-                prefetch_factor: prefetch,
-                persistent_workers: workers > 0,
-                pin_memory: true,
                 ..LoaderConfig::default()
             };
             // The loader's bound, the copies in flight, the batch the
@@ -221,7 +226,10 @@ fn pinned_share_stays_full_over_ten_epochs_at_every_depth() {
             let mut again = Loader::with_buffers(
                 Arc::clone(&ds),
                 LoaderConfig {
-                    pin_memory: true,
+                    knobs: LoaderKnobs {
+                        pin_memory: true,
+                        ..LoaderKnobs::DEFAULT
+                    },
                     ..config(0, true)
                 },
                 Some(pool.provider()),
@@ -271,8 +279,11 @@ fn the_tail_of_a_short_batch_is_initialised() {
     let (_dir, ds) = cifar();
     let pool = PinnedPool::new(Arc::new(CountingAllocator::default()), 64);
     let cfg = LoaderConfig {
+        knobs: LoaderKnobs {
+            pin_memory: true,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 64,
-        pin_memory: true,
         ..LoaderConfig::default()
     };
     let mut l = Loader::with_buffers(Arc::clone(&ds), cfg, Some(pool.provider())).unwrap();

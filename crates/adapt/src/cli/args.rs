@@ -2,7 +2,7 @@
 //! its help and parser read the format table), which of a record's parts,
 //! which pipeline steps and output.
 
-use crate::{DatasetSpec, FORMATS, FormatName, Pipeline};
+use crate::{DatasetSpec, FORMATS, FormatName, LoaderKnobs, Pipeline};
 use std::path::PathBuf;
 
 /// `--dataset`'s parser: a name in the format table.
@@ -18,6 +18,35 @@ pub(crate) fn dataset_help() -> String {
 /// `--dataset`'s long help: one line per format.
 pub(crate) fn dataset_long_help() -> String {
     format!("The format, one of:\n{}", adapt_pipeline::help_lines())
+}
+
+/// PyTorch's four loader knobs as flags, with its names and defaults.
+#[derive(clap::Args)]
+pub(crate) struct KnobArgs {
+    /// Worker threads (0 loads in the consumer's thread).
+    #[arg(long, default_value_t = 0)]
+    num_workers: usize,
+    /// Batches in flight per worker (PyTorch: 2 when unset; refused with 0 workers).
+    #[arg(long)]
+    prefetch_factor: Option<usize>,
+    /// Collate into page-locked memory (where a CUDA device is usable).
+    #[arg(long)]
+    pin_memory: bool,
+    /// Keep the workers across epochs (needs --num-workers).
+    #[arg(long)]
+    persistent_workers: bool,
+}
+
+impl KnobArgs {
+    /// The knobs the flags set (checked by the loader, as PyTorch's are).
+    pub(crate) fn knobs(&self) -> LoaderKnobs {
+        LoaderKnobs {
+            num_workers: self.num_workers,
+            prefetch_factor: self.prefetch_factor,
+            pin_memory: self.pin_memory,
+            persistent_workers: self.persistent_workers,
+        }
+    }
 }
 
 /// Which data and pipeline a verb reads (shared by `inspect` and `load`).

@@ -1,6 +1,6 @@
 //! `load`: run epochs through the loader, one JSON line each.
 
-use super::args::DatasetArgs;
+use super::args::{DatasetArgs, KnobArgs};
 use super::inspect::hex;
 use crate::{Autotune, LoaderState, Run, RunOptions};
 use anyhow::{Context, bail};
@@ -15,15 +15,8 @@ pub struct Args {
     source: DatasetArgs,
     #[arg(long, default_value_t = 128)]
     batch_size: usize,
-    #[arg(long, default_value_t = 0)]
-    num_workers: usize,
-    /// Batches in flight per worker (PyTorch: 2 when unset; refused with 0 workers).
-    #[arg(long)]
-    prefetch_factor: Option<usize>,
-    #[arg(long)]
-    pin_memory: bool,
-    #[arg(long)]
-    persistent_workers: bool,
+    #[command(flatten)]
+    knobs: KnobArgs,
     /// Reshuffle every epoch from the seed.
     #[arg(long)]
     shuffle: bool,
@@ -118,10 +111,7 @@ impl Args {
             shuffle: self.shuffle,
             drop_last: self.drop_last,
             seed: self.seed,
-            num_workers: self.num_workers,
-            prefetch_factor: self.prefetch_factor,
-            pin_memory: self.pin_memory,
-            persistent_workers: self.persistent_workers,
+            knobs: self.knobs.knobs(),
             stream: self.stream,
             interleave: self.interleave,
             distributed: distributed(self.distributed.as_deref())?,
@@ -273,7 +263,7 @@ fn epoch_line(
     took: std::time::Duration,
 ) -> serde_json::Value {
     let seconds = took.as_secs_f64();
-    let knobs = run.config();
+    let knobs = run.config().knobs;
     let mut line = serde_json::json!({
         "epoch": epoch,
         "seconds": seconds,

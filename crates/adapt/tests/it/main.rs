@@ -5,7 +5,8 @@
 
 use adapt::engines::transfer::{CountingAllocator, PinnedPool};
 use adapt::{
-    DatasetSpec, Pipeline, Run, RunOptions, Strategy, TrialSpec, TuneOptions, pinned_pool_size,
+    DatasetSpec, LoaderKnobs, Pipeline, Run, RunOptions, Strategy, TrialSpec, TuneOptions,
+    pinned_pool_size,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -47,10 +48,13 @@ fn a_pinned_run_sizes_its_pool_by_the_shared_rule_and_uses_it_for_every_batch() 
     for (workers, prefetch) in [(0, None), (1, Some(1)), (2, Some(3)), (3, None)] {
         let pool = PinnedPool::new(Arc::new(CountingAllocator::default()), 0);
         let options = RunOptions {
+            knobs: LoaderKnobs {
+                num_workers: workers,
+                prefetch_factor: prefetch,
+                pin_memory: true,
+                ..LoaderKnobs::DEFAULT
+            },
             batch_size: 32,
-            num_workers: workers,
-            prefetch_factor: prefetch,
-            pin_memory: true,
             ..RunOptions::default()
         };
         let mut run = Run::open_with_pool(&pipeline, &options, Some(Arc::clone(&pool))).unwrap();
@@ -79,7 +83,10 @@ fn a_pinned_run_sizes_its_pool_by_the_shared_rule_and_uses_it_for_every_batch() 
         assert!(stats.allocations <= rule, "{} > {rule}", stats.allocations);
         // Without pin_memory the pool is not touched.
         let unpinned = RunOptions {
-            pin_memory: false,
+            knobs: LoaderKnobs {
+                pin_memory: false,
+                ..LoaderKnobs::DEFAULT
+            },
             ..options
         };
         let other = PinnedPool::new(Arc::new(CountingAllocator::default()), 0);
@@ -201,16 +208,8 @@ fn per_sample_steps_give_the_loaders_bytes_and_data_answers_the_reader() {
         let s = data.sample(index).unwrap();
         assert_eq!(data.label(index).unwrap(), s.label);
         assert_eq!(batch.labels()[j], s.label);
-        let planar = s.layout == adapt::engines::dataset::Layout::Planar;
         steps
-            .write(
-                &s.pixels,
-                s.shape,
-                planar,
-                (5, 3, index as u64),
-                &mut out,
-                &mut scratch,
-            )
+            .write(s.view(), (5, 3, index as u64), &mut out, &mut scratch)
             .unwrap();
         assert_eq!(
             &batch.bytes()[j * per..(j + 1) * per],
@@ -410,9 +409,12 @@ fn the_interleave_knob_sets_the_shards_a_stream_reads_at_once() {
         .with_output("u8")
         .unwrap();
     let opts = |stream, interleave| RunOptions {
+        knobs: LoaderKnobs {
+            num_workers: 2,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 8,
         seed: 9,
-        num_workers: 2,
         stream,
         interleave,
         ..RunOptions::default()
@@ -507,10 +509,13 @@ fn packs_as_the_source(spec: &DatasetSpec, dir: &Path) {
 fn loads_streams_shares_and_resumes(pipeline: &Pipeline) -> Vec<(Vec<usize>, Vec<u8>)> {
     let kind = pipeline.dataset.kind;
     let opts = |workers, stream, rank: Option<(usize, usize)>| RunOptions {
+        knobs: LoaderKnobs {
+            num_workers: workers,
+            ..LoaderKnobs::DEFAULT
+        },
         batch_size: 8,
         shuffle: true,
         seed: 9,
-        num_workers: workers,
         stream,
         distributed: rank.map(|(rank, world_size)| adapt::Distributed { rank, world_size }),
         ..RunOptions::default()
