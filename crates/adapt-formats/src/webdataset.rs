@@ -143,8 +143,9 @@ pub struct WebDataset {
     /// The files read: the shards, or a compressed one's decompressed copy.
     files: Vec<PathBuf>,
     /// Where compressed shards' copies are (to decompress one again that
-    /// another process's open removed).
+    /// another process's open removed), and that folder's bound.
     unpack_dir: Option<PathBuf>,
+    unpack_bytes: u64,
     entries: Vec<Entry>,
     ranges: Vec<Range<usize>>,
     classes: Option<usize>,
@@ -211,6 +212,7 @@ impl WebDataset {
             shards,
             files,
             unpack_dir: options.unpack_dir.clone(),
+            unpack_bytes: options.unpack_bytes,
             entries,
             ranges,
             classes,
@@ -249,7 +251,7 @@ impl WebDataset {
         let (file, source) = (&self.files[shard], &self.shards[shard]);
         match open_regular(file) {
             Err(FormatError::Missing { .. }) if file != source => {
-                let copy = gunzip::unpacked(source, self.unpack_dir.as_deref())?;
+                let copy = gunzip::unpacked(source, self.unpack_dir.as_deref(), self.unpack_bytes)?;
                 if copy != *file {
                     return Err(FormatError::Gunzip {
                         shard: source.clone(),
@@ -328,11 +330,19 @@ fn list_members(
         let name = String::from_utf8(entry.path_bytes().into_owned())
             .map_err(|_| bad(&after, "member name is not UTF-8".into()))?;
         let kind = entry.header().entry_type();
-        if kind.is_gnu_sparse() {
-            return Err(bad(&name, "sparse members are not read".into()));
+        if let Some(what) = refused_kind(kind) {
+            return Err(bad(
+                &name,
+                format!(
+                    "a {what} member is not read (shards hold regular files; links are never followed)"
+                ),
+            ));
         }
         if !kind.is_file() || is_metadata(&name) {
             continue;
+        }
+        if let Some(why) = unsafe_name(&name) {
+            return Err(bad(&name, why.into()));
         }
         let (offset, size) = (entry.raw_file_position(), entry.size());
         // Members are padded to whole 512-byte blocks: a file cut inside
@@ -373,6 +383,36 @@ fn list_members(
         });
     }
     Ok(members)
+}
+
+/// What a member of `kind` is when a shard must not hold one: links and
+/// special files (a reader that followed or opened them could reach
+/// outside the shard) and sparse files. Folders and the tar's own
+/// extension headers are skipped, as WebDataset skips them.
+fn refused_kind(kind: tar::EntryType) -> Option<&'static str> {
+    use tar::EntryType as T;
+    match kind {
+        T::Symlink => Some("symbolic link"),
+        T::Link => Some("hard link"),
+        T::Char => Some("character device"),
+        T::Block => Some("block device"),
+        T::Fifo => Some("FIFO"),
+        T::GNUSparse => Some("sparse"),
+        _ => None,
+    }
+}
+
+/// Why a member name is refused: absolute, or climbing out of the shard
+/// through `..` (nothing is extracted, but a key is a name other tools
+/// write files by).
+fn unsafe_name(name: &str) -> Option<&'static str> {
+    if name.starts_with('/') {
+        Some("an absolute member name (members are named relative to the shard)")
+    } else if name.split('/').any(|c| c == "..") {
+        Some("a member name that climbs out of the shard (`..`)")
+    } else {
+        None
+    }
 }
 
 /// WebDataset's metadata members, skipped: `__…__` at the top or as a

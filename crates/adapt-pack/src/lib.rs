@@ -31,7 +31,7 @@ mod verify;
 mod writer;
 
 pub use error::PackError;
-pub use manifest::{Codec, Manifest, Payload, ShardInfo};
+pub use manifest::{Codec, MAX_MANIFEST_BYTES, Manifest, Payload, ShardInfo};
 pub use reader::PackDataset;
 pub use storage::{LocalStorage, PackStorage, ShardFile};
 pub use stream::ShardStream;

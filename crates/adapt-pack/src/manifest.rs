@@ -140,7 +140,7 @@ pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const FORMAT: &str = "adapt-pack";
 pub(crate) const VERSION: u32 = 2;
 /// A manifest lists shards: a few MiB at most for any real pack.
-const MAX_MANIFEST: u64 = 64 << 20;
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
 impl Manifest {
     /// Reads and checks `dir/manifest.json`.
@@ -151,17 +151,14 @@ impl Manifest {
     /// Reads and checks the manifest of a pack in `storage`.
     pub fn load_from(storage: &dyn PackStorage) -> Result<Self, PackError> {
         let path = storage.locate(MANIFEST);
-        let bytes =
-            storage
-                .read_small(MANIFEST, MAX_MANIFEST)?
-                .ok_or_else(|| {
-                    PackError::Manifest {
+        let bytes = storage
+            .read_small(MANIFEST, MAX_MANIFEST_BYTES)?
+            .ok_or_else(|| PackError::Manifest {
                 path: path.clone(),
                 message:
                     "no manifest: not a pack, or an incomplete one (rerun the writer to finish it)"
                         .into(),
-            }
-                })?;
+            })?;
         Self::parse(&path, &bytes)
     }
 

@@ -238,8 +238,10 @@ impl Remote {
 
     /// Bytes `range` of object `name`, exactly: a body shorter than asked
     /// for (a `Content-Length` that disagrees with its `Content-Range`,
-    /// which object_store passes on) is asked for again, with the same
-    /// backoff as object_store's retries of everything else.
+    /// which object_store passes on), longer (a `Range` ignored, a body
+    /// that does not end: read no further than asked) or cut is asked for
+    /// again, with the same backoff as object_store's retries of
+    /// everything else.
     pub(crate) async fn get_exact(
         &self,
         name: &str,
@@ -262,19 +264,31 @@ impl Remote {
         let mut backoff = Duration::from_millis(100);
         for attempt in 0..=self.retries {
             let get = pinned_get(pinned, Some(range.clone()));
-            let got = async { self.store.get_opts(&key, get).await?.bytes().await }
-                .await
-                .map_err(|e| e.to_string())?;
-            if got.len() as u64 == want {
-                return Ok(got);
-            }
-            if attempt == self.retries {
-                return Err(format!(
-                    "asked for {want} bytes at {}, got {} ({} tries)",
+            let got = match self.store.get_opts(&key, get).await {
+                Ok(got) => {
+                    read_within(got, want, || {
+                        format!(
+                            "the server sent more than the {want} bytes asked for at {} (it \
+                             ignored the Range, or its body does not end)",
+                            range.start
+                        )
+                    })
+                    .await
+                }
+                // object_store retried it already.
+                Err(e) => return Err(e.to_string()),
+            };
+            let problem = match got {
+                Ok(body) if body.len() as u64 == want => return Ok(body),
+                Ok(body) => format!(
+                    "asked for {want} bytes at {}, got {}",
                     range.start,
-                    got.len(),
-                    attempt + 1
-                ));
+                    body.len()
+                ),
+                Err(e) => e,
+            };
+            if attempt == self.retries {
+                return Err(format!("{problem} ({} tries)", attempt + 1));
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -282,19 +296,62 @@ impl Remote {
         Err("no request made".into())
     }
 
-    /// The whole object `name`, or `None` when there is none.
-    pub fn get_optional(&self, name: &str) -> Result<Option<bytes::Bytes>, RemoteError> {
+    /// The whole object `name`, or `None` when there is none; a body past
+    /// `limit` bytes is an error (read no further), as is any answer of a
+    /// server that sends more than its object holds.
+    pub fn get_optional(
+        &self,
+        name: &str,
+        limit: u64,
+    ) -> Result<Option<bytes::Bytes>, RemoteError> {
         use object_store::ObjectStoreExt;
         let key = self.key(name);
+        let too_much = || format!("more than the {limit} bytes read of it came");
         self.block_on(async {
             match self.store.get(&key).await {
-                Ok(r) => r.bytes().await.map(Some),
+                Ok(got) => read_within(got, limit, too_much).await.map(Some),
                 Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
+                Err(e) => Err(e.to_string()),
             }
         })
-        .map_err(|e| self.store_error(name, e))
+        .map_err(|message| RemoteError::Fetch {
+            url: self.url_of(name),
+            message,
+        })
     }
+}
+
+/// The body of `got`, read as it comes and cut off past `limit` bytes
+/// (`too_much` says why): a server that sends more than was asked for (a
+/// `Range` ignored, a body that never ends) is an error, never unbounded
+/// memory.
+async fn read_within(
+    got: object_store::GetResult,
+    limit: u64,
+    too_much: impl FnOnce() -> String,
+) -> Result<bytes::Bytes, String> {
+    use futures::StreamExt;
+    let mut stream = got.into_stream();
+    let (mut pieces, mut total) = (Vec::new(), 0u64);
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| e.to_string())?;
+        total += piece.len() as u64;
+        if total > limit {
+            return Err(too_much());
+        }
+        pieces.push(piece);
+    }
+    // One piece is the body as it came; several are joined once (as
+    // object_store's own `bytes()` does).
+    Ok(match pieces.len() {
+        0 => bytes::Bytes::new(),
+        1 => pieces.swap_remove(0),
+        _ => {
+            let mut body = bytes::BytesMut::with_capacity(total as usize);
+            pieces.iter().for_each(|p| body.extend_from_slice(p));
+            body.freeze()
+        }
+    })
 }
 
 /// A GET of `range` (all of it: `None`) of the object's version `pinned`:

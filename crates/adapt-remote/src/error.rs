@@ -34,6 +34,18 @@ pub enum RemoteError {
         /// The runtime's error.
         message: String,
     },
+    /// The cache folder is not this user's alone: what it holds could
+    /// have been planted by another user.
+    #[error(
+        "{}: the cache folder is refused: {reason} (give a folder of your own: ADAPT_CACHE_DIR)",
+        path.display()
+    )]
+    UnsafeCacheDir {
+        /// The cache folder.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The destination holds another pack.
     #[error("{url}: {message} (pass overwrite to replace it)")]
     Exists {

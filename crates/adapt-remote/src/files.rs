@@ -158,6 +158,7 @@ fn last_used(dir: &Path, file: &folder::Cached) -> std::time::SystemTime {
 /// cache may hold nothing.
 fn connect(url: &str, options: &RemoteOptions) -> Result<Parent, RemoteError> {
     let remote = Remote::connect(url, options)?;
+    crate::check_cache_dir(&options.cache_dir)?;
     let dir = cache_folder(url, options);
     let io = |source| RemoteError::Io {
         path: dir.clone(),
@@ -341,6 +342,16 @@ fn whole(remote: &Remote, w: &Wanted, file: &File, part: &Path) -> Result<(), Re
         let mut at = 0u64;
         while let Some(piece) = body.next().await {
             let piece = piece.map_err(|e| remote.store_error(&w.name, e))?;
+            if at + piece.len() as u64 > w.meta.size {
+                return Err(RemoteError::Fetch {
+                    url: w.url.clone(),
+                    message: format!(
+                        "the server sent more than the {} bytes it announced (a body that does \
+                         not end); the download stopped there",
+                        w.meta.size
+                    ),
+                });
+            }
             file.write_all_at(&piece, at).map_err(io)?;
             at += piece.len() as u64;
         }

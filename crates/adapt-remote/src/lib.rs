@@ -16,6 +16,7 @@
 
 #[cfg(feature = "s3")]
 mod cache;
+mod cache_dir;
 #[cfg(feature = "s3")]
 mod client;
 mod error;
@@ -32,6 +33,7 @@ pub mod testing;
 mod upload;
 mod upload_report;
 
+pub use cache_dir::check_cache_dir;
 #[cfg(feature = "s3")]
 pub use client::{Remote, RemoteUrl, StoreKind};
 pub use error::RemoteError;

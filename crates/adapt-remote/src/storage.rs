@@ -23,6 +23,10 @@ impl RemoteStorage {
             path: PathBuf::from(url),
             source: Box::new(e),
         })?;
+        crate::check_cache_dir(&options.cache_dir).map_err(|e| PackError::Storage {
+            path: PathBuf::from(url),
+            source: Box::new(e),
+        })?;
         let dir = options.cache_dir.join("remote").join(format!(
             "{:016x}",
             xxhash_rust::xxh3::xxh3_64(remote.url_of("").as_bytes())
@@ -164,7 +168,7 @@ impl PackStorage for RemoteStorage {
         let got = self
             .inner
             .remote
-            .get_optional(file)
+            .get_optional(file, limit.saturating_add(1))
             .map_err(|e| PackError::Storage {
                 path: self.locate(file),
                 source: Box::new(e),

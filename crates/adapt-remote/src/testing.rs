@@ -59,6 +59,14 @@ pub enum Fault {
     LongLength,
     /// Nothing sent for this long, then the answer.
     Stall(Duration),
+    /// HTTP server only (the S3 server answers as usual): the `Range`
+    /// header ignored, the whole file sent with 200, as a server without
+    /// range support answers.
+    IgnoreRange,
+    /// HTTP server only (the S3 server answers as usual): the answer's
+    /// body never ends (zeros until the client hangs up) under a
+    /// `Content-Length` that lies (1 TiB).
+    Endless,
 }
 
 /// Which GET requests get the fault.

@@ -99,7 +99,7 @@ pub fn publish(
 }
 
 fn remote_manifest(remote: &Remote) -> Result<Option<Manifest>, RemoteError> {
-    match remote.get_optional(MANIFEST)? {
+    match remote.get_optional(MANIFEST, adapt_pack::MAX_MANIFEST_BYTES)? {
         None => Ok(None),
         Some(b) => Ok(Some(Manifest::parse(
             Path::new(&remote.url_of(MANIFEST)),
@@ -115,7 +115,7 @@ fn existing(
     m: &Manifest,
     overwrite: bool,
 ) -> Result<Option<Manifest>, RemoteError> {
-    let there = match remote.get_optional(MANIFEST)? {
+    let there = match remote.get_optional(MANIFEST, adapt_pack::MAX_MANIFEST_BYTES)? {
         None => return Ok(None),
         Some(b) => Manifest::parse(Path::new(&remote.url_of(MANIFEST)), &b),
     };

@@ -29,7 +29,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Largest size one shard may decompress to: a damaged or hostile file (a
-/// gzip "bomb" reaches ~1,000× its size) is an error, not a full disk.
+/// gzip "bomb" reaches ~1,000× its size) is an error, not a full disk. A
+/// smaller folder bound is the limit instead: one shard past the whole
+/// folder's bound could never be kept.
 pub const MAX_UNPACKED_SHARD_BYTES: u64 = 64 << 30;
 
 /// The extensions of a gzip-compressed shard, as WebDataset names them.
@@ -65,7 +67,7 @@ pub(crate) fn unpacked_all(
         for _ in 0..threads {
             scope.spawn(|| {
                 while let Some(&i) = compressed.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let copy = unpacked(&shards[i], folder);
+                    let copy = unpacked(&shards[i], folder, bound);
                     let failed = copy.is_err();
                     done.lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -128,8 +130,14 @@ fn remove_copy(copy: &Path) -> bool {
 
 /// The decompressed copy of the gzip-compressed shard `shard` in `folder`
 /// (`None`: the caller gave none, an error naming the shard), made now
-/// unless a whole one is there.
-pub(crate) fn unpacked(shard: &Path, folder: Option<&Path>) -> Result<PathBuf, FormatError> {
+/// unless a whole one is there; a shard that decompresses past `bound`
+/// (the folder's) or [`MAX_UNPACKED_SHARD_BYTES`] is an error naming it,
+/// and nothing of it is left.
+pub(crate) fn unpacked(
+    shard: &Path,
+    folder: Option<&Path>,
+    bound: u64,
+) -> Result<PathBuf, FormatError> {
     let bad = |reason: String| FormatError::Gunzip {
         shard: shard.to_owned(),
         reason,
@@ -158,14 +166,21 @@ pub(crate) fn unpacked(shard: &Path, folder: Option<&Path>) -> Result<PathBuf, F
         return Ok(copy);
     }
     let part = folder.join(format!("{name}.part"));
-    let written = decompress(source, &part).map_err(|reason| {
+    let limit = bound.min(MAX_UNPACKED_SHARD_BYTES);
+    let written = decompress(source, &part, limit).map_err(|reason| {
         let _ = std::fs::remove_file(&part);
         bad(reason)
     })?;
-    if written > MAX_UNPACKED_SHARD_BYTES {
+    if written > limit {
         let _ = std::fs::remove_file(&part);
+        let what = if limit < MAX_UNPACKED_SHARD_BYTES {
+            "the bound of the folder it is decompressed into (ADAPT_CACHE_BYTES)"
+        } else {
+            "the largest shard decompressed"
+        };
         return Err(bad(format!(
-            "decompresses to more than {MAX_UNPACKED_SHARD_BYTES} bytes"
+            "decompresses to more than {limit} bytes, {what} (a damaged or hostile file; \
+             decompression stopped there)"
         )));
     }
     std::fs::rename(&part, &copy).map_err(FormatError::io(&copy))?;
@@ -209,13 +224,13 @@ fn copy_name(shard: &Path, source: &File) -> Result<String, FormatError> {
 }
 
 /// Decompresses `source` (every gzip member, as `gzip -d` does) into a new
-/// `part` file, at most [`MAX_UNPACKED_SHARD_BYTES`] + 1 bytes of it;
-/// returns the bytes written, or what went wrong.
-fn decompress(source: File, part: &Path) -> Result<u64, String> {
+/// `part` file, at most `limit` + 1 bytes of it; returns the bytes
+/// written, or what went wrong.
+fn decompress(source: File, part: &Path, limit: u64) -> Result<u64, String> {
     let out = File::create(part).map_err(|e| format!("{}: {e}", part.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, source))
-        .take(MAX_UNPACKED_SHARD_BYTES + 1);
+        .take(limit.saturating_add(1));
     let written = std::io::copy(&mut decoder, &mut out)
         .map_err(|e| format!("damaged or truncated gzip data: {e}"))?;
     out.flush()

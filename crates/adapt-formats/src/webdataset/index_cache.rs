@@ -26,9 +26,11 @@ pub const MAX_INDEX_CACHE_BYTES: u64 = 1 << 30;
 /// million members.
 const MAX_LIST_BYTES: u64 = 2 << 30;
 
-/// The file's first bytes, then the version of its layout.
+/// The file's first bytes, then the version of its layout (2: lists made
+/// since member names and kinds are checked; a version-1 list may hold a
+/// name the listing now refuses, so it is listed again).
 const MAGIC: &[u8; 8] = b"ADAPTWDI";
-const LAYOUT: u32 = 1;
+const LAYOUT: u32 = 2;
 
 fn config() -> impl bincode::config::Config {
     bincode::config::standard().with_limit::<{ 2 << 30 }>()

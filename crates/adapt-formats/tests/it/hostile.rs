@@ -13,7 +13,7 @@ fn png(path: &Path, w: u32, h: u32) {
     std::fs::write(path, encode_png(path, &px, w, h, 3).unwrap()).unwrap();
 }
 
-fn crc32(bytes: &[u8]) -> u32 {
+pub(crate) fn crc32(bytes: &[u8]) -> u32 {
     let mut c = 0xFFFF_FFFFu32;
     for &b in bytes {
         c ^= u32::from(b);

@@ -192,3 +192,80 @@ fn a_folder_of_several_splits_is_refused() {
     let ds = Parquet::open(&convert.display().to_string(), &ParquetOptions::default()).unwrap();
     assert_eq!(ds.len(), 3);
 }
+
+/// A PNG of a few hundred bytes whose header declares `w`×`h` pixels.
+fn png_declaring(w: u32, h: u32) -> Vec<u8> {
+    let mut bytes = png(0);
+    // IHDR data starts at byte 16: width, height (big-endian), then its CRC.
+    bytes[16..20].copy_from_slice(&w.to_be_bytes());
+    bytes[20..24].copy_from_slice(&h.to_be_bytes());
+    let crc = crate::hostile::crc32(&bytes[12..29]);
+    bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+#[test]
+fn hostile_files_are_errors_naming_the_file_or_row() {
+    let dir = tempfile::tempdir().unwrap();
+    // A footer length past the file's start.
+    let files = write(&dir.path().join("ok"), "train", 3);
+    let mut bytes = std::fs::read(&files[0]).unwrap();
+    let at = bytes.len() - 8;
+    bytes[at..at + 4].copy_from_slice(&0x7fff_fff0u32.to_le_bytes());
+    let long = dir.path().join("long-footer.parquet");
+    std::fs::write(&long, &bytes).unwrap();
+    let e = Parquet::open(&long.display().to_string(), &ParquetOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("long-footer.parquet"), "{e}");
+    // An image declaring 60,000 × 60,000 pixels in its header: its row's
+    // read is an error naming the row, decoded into nothing.
+    let bomb = dir.path().join("bomb");
+    let mut w = ParquetWriter::new(&bomb, "train", ParquetWriterOptions::default()).unwrap();
+    w.write(&png(1), None, 0).unwrap();
+    w.write(&png_declaring(60_000, 60_000), None, 1).unwrap();
+    w.finish().unwrap();
+    let ds = Parquet::open(&bomb.display().to_string(), &ParquetOptions::default()).unwrap();
+    assert!(ds.get(0).is_ok());
+    let e = ds.get(1).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("(row group 0, row 1)"), "{e}");
+}
+
+#[test]
+fn a_row_group_claiming_2_pow_31_rows_is_refused_naming_it() {
+    use parquet::file::metadata::{ParquetMetaDataReader, ParquetMetaDataWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let files = write(&dir.path().join("ok"), "train", 3);
+    let bytes = std::fs::read(&files[0]).unwrap();
+    // The footer rewritten with row group 0 claiming 2^31 rows.
+    let n = bytes.len();
+    let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    let start = n - 8 - footer;
+    let meta = ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8]).unwrap();
+    let mut builder = meta.into_builder();
+    let groups = builder
+        .take_row_groups()
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| match i {
+            0 => g.into_builder().set_num_rows(1 << 31).build().unwrap(),
+            _ => g,
+        })
+        .collect();
+    let meta = builder.set_row_groups(groups).build();
+    let mut out = bytes[..start].to_vec();
+    ParquetMetaDataWriter::new(&mut out, &meta)
+        .finish()
+        .unwrap();
+    let liar = dir.path().join("liar.parquet");
+    std::fs::write(&liar, &out).unwrap();
+    let e = Parquet::open(&liar.display().to_string(), &ParquetOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains("liar.parquet (row group 0)") && e.contains("declares 2147483648 rows"),
+        "{e}"
+    );
+}

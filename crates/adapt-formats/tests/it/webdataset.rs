@@ -409,9 +409,13 @@ fn the_unpack_folder_keeps_its_bound_by_removing_other_datasets_copies() {
     lock.lock().unwrap();
     let stale = unpacked.join(format!("{}.part", a_copies[0]));
     std::fs::write(&stale, b"a dead process's part").unwrap();
-    // A bound of nothing: opening b removes what is not b's, keeps b's own.
+    // A bound of two copies (b's two and the held one take three): opening
+    // b removes what is not b's, keeps b's own past the bound.
+    let one = std::fs::metadata(unpacked.join(&a_copies[0]))
+        .unwrap()
+        .len();
     let bounded = WebDatasetOptions {
-        unpack_bytes: 0,
+        unpack_bytes: 2 * one,
         ..unbounded.clone()
     };
     let b_set = WebDataset::open(&b.display().to_string(), &bounded).unwrap();
@@ -431,9 +435,6 @@ fn the_unpack_folder_keeps_its_bound_by_removing_other_datasets_copies() {
     assert_eq!(copies(names(&unpacked)).len(), 3 + 2);
     assert_eq!(b_set.len(), 20);
     // Within the bound nothing goes; past it, the least recently opened.
-    let one = std::fs::metadata(unpacked.join(&a_copies[0]))
-        .unwrap()
-        .len();
     let roomy = WebDatasetOptions {
         unpack_bytes: 6 * one,
         ..unbounded.clone()
@@ -576,4 +577,142 @@ fn member_lists_are_kept_once_listed_and_a_rewritten_shard_is_listed_again() {
     assert_eq!(rewritten.label(20), Some(6));
     assert_eq!(rewritten.get(22).unwrap().pixels, pattern(6, 4, 3, 102));
     assert_eq!(lists(), 4, "the rewritten shard's list is another file");
+}
+
+/// A tar written block by block, as a hostile writer would (the `tar`
+/// crate's builder refuses `..` and absolute names): one good sample, then
+/// the member `name` of `kind` claiming `size` bytes with `data` after it.
+fn hostile_tar(path: &Path, name: &[u8], kind: tar::EntryType, size: u64, data: &[u8]) {
+    let mut out = Vec::new();
+    let mut member = |name: &[u8], kind: tar::EntryType, size: u64, data: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.set_entry_type(kind);
+        h.set_size(size);
+        h.set_mode(0o644);
+        if matches!(kind, tar::EntryType::Symlink | tar::EntryType::Link) {
+            h.set_link_name("../../etc/passwd").unwrap();
+        }
+        h.set_cksum();
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        out.resize(out.len().next_multiple_of(512), 0);
+    };
+    let image = png(1);
+    member(
+        b"k0.png",
+        tar::EntryType::Regular,
+        image.len() as u64,
+        &image,
+    );
+    member(b"k0.cls", tar::EntryType::Regular, 1, b"3");
+    member(name, kind, size, data);
+    out.extend_from_slice(&[0u8; 1024]);
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn hostile_members_are_refused_naming_the_shard_and_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = png(2);
+    let n = image.len() as u64;
+    use tar::EntryType as T;
+    // (name, kind, size claimed, data, what the error says)
+    type Case<'a> = (&'a [u8], T, u64, &'a [u8], &'a str);
+    let cases: [Case; 8] = [
+        (b"../evil.png", T::Regular, n, &image, "climbs out"),
+        (b"sub/../../evil.png", T::Regular, n, &image, "climbs out"),
+        (b"/tmp/evil.png", T::Regular, n, &image, "absolute"),
+        (b"k1.png", T::Symlink, 0, b"", "symbolic link"),
+        (b"k1.png", T::Link, 0, b"", "hard link"),
+        (b"k1.png", T::Char, 0, b"", "character device"),
+        (b"k1.png", T::Fifo, 0, b"", "FIFO"),
+        // A member claiming 2^40 bytes (GNU base-256 size) over 512 real
+        // ones: named as running past the file, nothing allocated for it.
+        (
+            b"k1.png",
+            T::Regular,
+            1 << 40,
+            &[7u8; 512],
+            "run past the file",
+        ),
+    ];
+    for (i, (name, kind, size, data, want)) in cases.into_iter().enumerate() {
+        let shard = dir.path().join(format!("hostile-{i}.tar"));
+        hostile_tar(&shard, name, kind, size, data);
+        let e = open_err(&shard);
+        let name = String::from_utf8_lossy(name);
+        assert!(
+            e.contains(want) && e.contains(&*name) && e.contains(&format!("hostile-{i}.tar")),
+            "case {i} ({name}): {e}"
+        );
+    }
+    // A folder member is skipped, as WebDataset skips it.
+    let shard = dir.path().join("folder.tar");
+    hostile_tar(&shard, b"sub/", T::Directory, 0, b"");
+    let ds = WebDataset::open(&shard.display().to_string(), &WebDatasetOptions::default()).unwrap();
+    assert_eq!(ds.len(), 1);
+}
+
+#[test]
+fn duplicate_keys_and_members_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (png(1), png(2));
+    let apart = dir.path().join("apart.tar");
+    tar_of(
+        &apart,
+        &[
+            ("k0.png", a.clone()),
+            ("k0.cls", b"1".to_vec()),
+            ("k1.png", b.clone()),
+            ("k1.cls", b"2".to_vec()),
+            ("k0.txt", b"again".to_vec()),
+        ],
+    );
+    let e = open_err(&apart);
+    assert!(
+        e.contains("apart.tar") && e.contains("appears again"),
+        "{e}"
+    );
+    let twice = dir.path().join("twice.tar");
+    tar_of(
+        &twice,
+        &[("k0.png", a), ("k0.png", b), ("k0.cls", b"1".to_vec())],
+    );
+    let e = open_err(&twice);
+    assert!(
+        e.contains("twice.tar") && e.contains("a second .png"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_gzip_bomb_past_the_unpack_bound_is_refused_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gz, unpacked) = (dir.path().join("gz"), dir.path().join("unpacked"));
+    std::fs::create_dir_all(&gz).unwrap();
+    // 16 MiB of zeros in one member: under 1/64 of it compressed.
+    let tar = dir.path().join("bomb.tar");
+    tar_of(&tar, &[("k0.bin", vec![0u8; 16 << 20])]);
+    let bomb = gz.join("bomb.tar.gz");
+    gzip(&tar, &bomb);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 256 << 10);
+    let options = WebDatasetOptions {
+        unpack_dir: Some(unpacked.clone()),
+        unpack_bytes: 1 << 20,
+        ..WebDatasetOptions::default()
+    };
+    let e = WebDataset::open(&bomb.display().to_string(), &options)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.contains("bomb.tar.gz") && e.contains("more than 1048576 bytes"),
+        "{e}"
+    );
+    let left: Vec<String> = names(&unpacked)
+        .into_iter()
+        .filter(|n| !n.ends_with(".lock"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -42,9 +42,9 @@ impl Format for WebDatasetFormat {
         let options = WebDatasetOptions {
             image: members.image,
             label: members.label,
-            unpack_dir: Some(cache_folder("unpacked")),
+            unpack_dir: cache_folder("unpacked")?,
             text: members.text,
-            index_dir: Some(cache_folder("index")),
+            index_dir: cache_folder("index")?,
             unpack_bytes: adapt_remote::default_options().cache_bytes,
         };
         let dataset = match file_list(&spec.path, "WebDataset shards")? {

@@ -18,6 +18,10 @@ use tower_http::services::ServeDir;
 
 type Body = UnsyncBoxBody<Bytes, s3s::StdError>;
 
+/// The `Content-Length` an endless body announces: 1 TiB, a lie no client
+/// may size a buffer by.
+const ENDLESS_LENGTH: u64 = 1 << 40;
+
 /// A running HTTP server over a folder; stopped when dropped.
 pub struct HttpServer {
     addr: SocketAddr,
@@ -114,7 +118,7 @@ async fn serve(listener: tokio::net::TcpListener, files: ServeDir, shared: Arc<S
 async fn handle(
     mut files: ServeDir,
     shared: &Shared,
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
 ) -> Result<Response<Body>, std::io::Error> {
     let is_get = req.method() == http::Method::GET;
     let fault = if is_get {
@@ -136,6 +140,9 @@ async fn handle(
                 .map_err(std::io::Error::other);
         }
         Some(Fault::Stall(d)) => tokio::time::sleep(d).await,
+        Some(Fault::IgnoreRange) => {
+            req.headers_mut().remove(http::header::RANGE);
+        }
         _ => {}
     }
     let resp = files.try_call(req).await?;
@@ -149,6 +156,15 @@ async fn handle(
                 http::HeaderValue::from(length),
             );
             let frames = futures::stream::iter(pieces.into_iter().map(|p| p.map(Frame::data)));
+            StreamBody::new(frames).boxed_unsync()
+        }
+        Some(Fault::Endless) => {
+            parts.headers.insert(
+                http::header::CONTENT_LENGTH,
+                http::HeaderValue::from(ENDLESS_LENGTH),
+            );
+            let zeros = Bytes::from(vec![0u8; 1 << 16]);
+            let frames = futures::stream::repeat_with(move || Ok(Frame::data(zeros.clone())));
             StreamBody::new(frames).boxed_unsync()
         }
         _ => body

@@ -244,3 +244,72 @@ fn a_missing_file_is_an_error_naming_its_url() {
     let err = fetch_files(&[folder], &o).unwrap_err();
     assert!(err.to_string().contains("brace pattern"), "{err}");
 }
+
+#[test]
+fn servers_that_send_more_than_asked_are_errors_naming_the_url() {
+    use adapt_remote::testing::Fault;
+    let t = tempfile::tempdir().unwrap();
+    let local = shards(&t.path().join("www"), "train", 0);
+    let http = HttpServer::start(&t.path().join("www")).unwrap();
+    let url = format!("{}/train-000000.tar", http.url());
+    // A body that never ends under a length that lies, fetched whole (one
+    // chunk) and in ranges: an error naming the URL, nothing kept.
+    for (i, chunk) in [1u64 << 30, 16 << 10].into_iter().enumerate() {
+        let o = RemoteOptions {
+            chunk_bytes: chunk,
+            ..cache(t.path(), &format!("cache-{i}"), 1 << 30)
+        };
+        http.inject(Fault::Endless, 1, None);
+        let err = fetch_files(std::slice::from_ref(&url), &o).unwrap_err();
+        http.clear_faults();
+        let text = err.to_string();
+        assert!(
+            text.contains(&url) && text.contains("more than"),
+            "{chunk}: {text}"
+        );
+        let kept: Vec<String> = std::fs::read_dir(&o.cache_dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tar"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(kept.is_empty(), "{chunk}: {kept:?}");
+        // The same server answering properly: fetched.
+        assert_eq!(
+            fetch_files(std::slice::from_ref(&url), &o).unwrap().len(),
+            1
+        );
+    }
+    // A server that ignores Range (as Python's http.server does) is read
+    // in one GET, the same bytes.
+    let o = cache(t.path(), "cache-no-range", 1 << 30);
+    http.inject(Fault::IgnoreRange, 1, None);
+    let got = fetch_files(std::slice::from_ref(&url), &o).unwrap();
+    http.clear_faults();
+    assert_eq!(
+        std::fs::read(&got[0]).unwrap(),
+        std::fs::read(&local[0]).unwrap()
+    );
+}
+
+#[test]
+fn a_cache_folder_others_may_write_is_refused_naming_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    shards(&t.path().join("www"), "train", 0);
+    let http = HttpServer::start(&t.path().join("www")).unwrap();
+    let url = format!("{}/train-000000.tar", http.url());
+    let o = cache(t.path(), "shared", 1 << 30);
+    std::fs::create_dir_all(&o.cache_dir).unwrap();
+    std::fs::set_permissions(&o.cache_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = fetch_files(std::slice::from_ref(&url), &o).unwrap_err();
+    assert!(matches!(err, RemoteError::UnsafeCacheDir { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("shared") && text.contains("every user"),
+        "{text}"
+    );
+    assert_eq!(http.gets(), 0, "nothing fetched into it");
+}

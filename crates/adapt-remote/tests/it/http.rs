@@ -75,6 +75,7 @@ fn faults_over_http_are_ridden_out_or_named() {
         Fault::ShortBody,
         Fault::LongLength,
         Fault::Stall(Duration::from_secs(3)),
+        Fault::Endless,
     ];
     for (i, fault) in faults.into_iter().enumerate() {
         let o = options(&t.path().join(format!("burst-{i}")), 1 << 30);
@@ -96,6 +97,20 @@ fn faults_over_http_are_ridden_out_or_named() {
             "{fault:?}: whole again"
         );
     }
+    // A server that ignores `Range` (200 with the whole shard): an error
+    // naming the shard's URL and why, the shard not read whole into memory.
+    let o = options(&t.path().join("no-range"), 1 << 30);
+    let pack = Arc::new(open_pack(&url, &o).unwrap());
+    server.inject(Fault::IgnoreRange, 1, None);
+    let err = epoch_bytes(&mut loader(&pack, 2, true), 0)
+        .map(|_| ())
+        .unwrap_err();
+    server.clear_faults();
+    let text = format!("{err:?}");
+    assert!(
+        text.contains(&format!("{url}/shard-")) && text.contains("Range"),
+        "{text}"
+    );
 }
 
 #[test]
