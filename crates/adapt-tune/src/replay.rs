@@ -172,7 +172,9 @@ fn recorded_costs(run: &crate::RunReport) -> Result<HashMap<LoaderKnobs, f64>, T
         .grid
         .iter()
         .filter(|c| c.seconds.is_finite())
-        .map(|c| (c.config, c.seconds))
+        // Canonical, as the search's configurations are (a report of an
+        // earlier version holds a prefetch factor beside 0 workers).
+        .map(|c| (c.config.canonical(), c.seconds))
         .collect();
     if costs.is_empty() {
         return Err(TuneError::Replay(format!(

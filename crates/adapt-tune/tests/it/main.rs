@@ -147,6 +147,24 @@ fn both_strategies_pick_from_the_space_and_report_table_1() {
     ];
     let stats = replay(&report, &strategies, 10, 0.05).unwrap();
     assert_eq!(stats.len(), 2);
+    // A report of an earlier version (a prefetch factor of 2 beside 0
+    // workers) replays the same.
+    let mut older = report.clone();
+    let mut changed = 0;
+    for c in &mut older.runs[0].grid {
+        if c.config.num_workers == 0 {
+            c.config.prefetch_factor = Some(2);
+            changed += 1;
+        }
+    }
+    assert_eq!(
+        changed, 1,
+        "the grid holds the no-workers configuration once"
+    );
+    assert_eq!(
+        replay(&older, &strategies, 10, 0.05).unwrap(),
+        replay(&report, &strategies, 10, 0.05).unwrap()
+    );
     // A report read back with nonsense times is refused, not replayed.
     for bad in [-1.0, 0.0, f64::NAN] {
         let mut broken = report.clone();
