@@ -83,16 +83,14 @@ fn fetch(urls: &[String]) -> Result<Vec<PathBuf>, PipelineError> {
     ))
 }
 
-/// A folder of the shard cache folder (`ADAPT_CACHE_DIR`): `unpacked/`
-/// where gzip-compressed shards are decompressed, `index/` where shards'
-/// member lists are kept.
-/// The cache folder is checked first ([`adapt_remote::check_cache_dir`]):
-/// one another user could write into is an error; one that cannot be made
-/// (a read-only home) is `None`, the data read without it.
-pub(super) fn cache_folder(name: &str) -> Result<Option<PathBuf>, PipelineError> {
+/// The shard cache folder (`ADAPT_CACHE_DIR`), checked
+/// ([`adapt_remote::check_cache_dir`]): one another user could write into
+/// is an error; one that cannot be made (a read-only home) is `None`, the
+/// data read without it.
+pub(super) fn cache_root() -> Result<Option<PathBuf>, PipelineError> {
     let root = adapt_remote::default_options().cache_dir;
     match adapt_remote::check_cache_dir(&root) {
-        Ok(()) => Ok(Some(root.join(name))),
+        Ok(()) => Ok(Some(root)),
         Err(adapt_remote::RemoteError::Io { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }

@@ -1,7 +1,7 @@
 //! WebDataset `.tar` shards as a format: a shard list as its users write
 //! it, local or in a store, with the members chosen by `fields`.
 
-use super::files::{FileList, cache_folder, file_list};
+use super::files::{FileList, cache_root, file_list};
 use super::{Format, imagenet, normalize_of};
 use crate::{DatasetSpec, OpenedDataset, PipelineError, SampleFields, Shards};
 use adapt_formats::{WebDataset, WebDatasetOptions};
@@ -39,12 +39,15 @@ impl Format for WebDatasetFormat {
 
     fn open(&self, spec: &DatasetSpec) -> Result<OpenedDataset, PipelineError> {
         let members = spec.fields.clone().unwrap_or_else(default_members);
+        // `unpacked/` where gzip-compressed shards are decompressed,
+        // `index/` where shards' member lists are kept.
+        let cache = cache_root()?;
         let options = WebDatasetOptions {
             image: members.image,
             label: members.label,
-            unpack_dir: cache_folder("unpacked")?,
+            unpack_dir: cache.as_ref().map(|c| c.join("unpacked")),
             text: members.text,
-            index_dir: cache_folder("index")?,
+            index_dir: cache.as_ref().map(|c| c.join("index")),
             unpack_bytes: adapt_remote::default_options().cache_bytes,
         };
         let dataset = match file_list(&spec.path, "WebDataset shards")? {
