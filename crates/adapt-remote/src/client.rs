@@ -181,7 +181,10 @@ impl Remote {
             .with_connect_timeout(Duration::from_secs(5));
         let built = match &parsed.store {
             StoreKind::S3 { bucket } => s3_store(bucket, options, client, retry),
-            StoreKind::Http { origin } => http_store(&parsed.join(""), origin, client, retry),
+            StoreKind::Http { origin } => {
+                let token = http_token(origin, options);
+                http_store(&parsed.join(""), origin, token, client, retry)
+            }
         };
         let store = built.map_err(|e| RemoteError::Config {
             url: url.to_owned(),
@@ -407,24 +410,33 @@ fn s3_store(
     Ok(Arc::new(store))
 }
 
+/// The bearer token for `origin`: the options' own, else
+/// `ADAPT_HTTP_TOKEN`, else `HF_TOKEN` when `origin` is the Hub; an empty
+/// one is none.
+fn http_token(origin: &str, options: &RemoteOptions) -> Option<String> {
+    let hub = origin == "https://huggingface.co";
+    options
+        .http_token
+        .clone()
+        .or_else(|| std::env::var("ADAPT_HTTP_TOKEN").ok())
+        .or_else(|| hub.then(|| std::env::var("HF_TOKEN").ok()).flatten())
+        .filter(|t| !t.is_empty())
+}
+
 /// The HTTP client for the folder at `base` on `origin`: GET with `Range`
-/// and HEAD, redirects followed (the Hub answers with one to its CDN), a
-/// bearer token from `ADAPT_HTTP_TOKEN` (or `HF_TOKEN` for the Hub) sent
-/// with each request (reqwest drops it on a redirect to another host).
+/// and HEAD, redirects followed (the Hub answers with one to its CDN; at
+/// most 10 in a row), `token` sent as a bearer token with each request to
+/// `origin` (reqwest drops it on a redirect to another host or port).
 fn http_store(
     base: &str,
     origin: &str,
+    token: Option<String>,
     mut client: ClientOptions,
     retry: RetryConfig,
 ) -> object_store::Result<Arc<dyn ObjectStore>> {
     if origin.starts_with("http://") {
         client = client.with_allow_http(true);
     }
-    let hub = origin == "https://huggingface.co";
-    let token = std::env::var("ADAPT_HTTP_TOKEN")
-        .ok()
-        .or_else(|| hub.then(|| std::env::var("HF_TOKEN").ok()).flatten())
-        .filter(|t| !t.is_empty());
     if let Some(t) = token {
         let mut headers = reqwest::header::HeaderMap::new();
         let value =

@@ -17,6 +17,10 @@ pub struct RemoteOptions {
     pub region: Option<String>,
     /// Access key and secret.
     pub credentials: Option<(String, String)>,
+    /// The bearer token sent with every request to an `https://` folder's
+    /// own host (`None`: `ADAPT_HTTP_TOKEN`, or `HF_TOKEN` for
+    /// huggingface.co). Never sent on to another host a redirect leads to.
+    pub http_token: Option<String>,
     /// Where fetched shards (and packs staged for upload) are kept
     /// (`ADAPT_CACHE_DIR`, else `$XDG_CACHE_HOME/adapt`, else
     /// `~/.cache/adapt`).
@@ -77,6 +81,7 @@ impl Default for RemoteOptions {
             endpoint: None,
             region: None,
             credentials: None,
+            http_token: None,
             cache_dir: default_cache_dir(),
             cache_bytes: 8 << 30,
             prefetch_shards: 2,

@@ -12,8 +12,8 @@ use hyper::body::{Frame, Incoming};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use tower_http::services::ServeDir;
 
 type Body = UnsyncBoxBody<Bytes, s3s::StdError>;
@@ -26,6 +26,7 @@ const ENDLESS_LENGTH: u64 = 1 << 40;
 pub struct HttpServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    http: Arc<HttpState>,
     rt: tokio::runtime::Runtime,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -42,11 +43,14 @@ impl HttpServer {
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared::default());
+        let http = Arc::new(HttpState::default());
         let files = ServeDir::new(root);
-        let task = rt.spawn(serve(listener, files, Arc::clone(&shared)));
+        let state = (Arc::clone(&shared), Arc::clone(&http));
+        let task = rt.spawn(serve(listener, files, state));
         Ok(Self {
             addr,
             shared,
+            http,
             rt,
             task: Some(task),
         })
@@ -82,6 +86,59 @@ impl HttpServer {
     pub fn bytes_out(&self) -> u64 {
         self.shared.bytes_out.load(Ordering::Relaxed)
     }
+
+    /// From now on every request (GET and HEAD) is answered `302 Found`
+    /// with `Location: {target}{path}` (a host that moved its files to a
+    /// CDN); `None` serves the files again.
+    pub fn redirect_to(&self, target: Option<String>) {
+        *self
+            .http
+            .redirect
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = target;
+    }
+
+    /// Requests so far that carried an `Authorization` header.
+    pub fn authorized_requests(&self) -> usize {
+        self.http.authorized.load(Ordering::Relaxed)
+    }
+}
+
+/// What only the HTTP server has: its redirect and what it saw of
+/// credentials.
+#[derive(Default)]
+struct HttpState {
+    redirect: Mutex<Option<String>>,
+    authorized: AtomicUsize,
+}
+
+impl HttpState {
+    /// Counts a request's credentials; its redirect answer, if one is set.
+    fn redirect(&self, req: &Request<Incoming>) -> Option<Result<Response<Body>, std::io::Error>> {
+        if req.headers().contains_key(http::header::AUTHORIZATION) {
+            self.authorized.fetch_add(1, Ordering::Relaxed);
+        }
+        let target = self
+            .redirect
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()?;
+        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        Some(
+            Response::builder()
+                .status(StatusCode::FOUND)
+                .header(http::header::LOCATION, format!("{target}{path}"))
+                .body(empty_body())
+                .map_err(std::io::Error::other),
+        )
+    }
+}
+
+/// An empty answer body.
+fn empty_body() -> Body {
+    http_body_util::Empty::new()
+        .map_err(|e: std::convert::Infallible| -> s3s::StdError { match e {} })
+        .boxed_unsync()
 }
 
 impl Drop for HttpServer {
@@ -94,7 +151,11 @@ impl Drop for HttpServer {
 }
 
 /// Accepts connections until aborted (which drops, so aborts, them all).
-async fn serve(listener: tokio::net::TcpListener, files: ServeDir, shared: Arc<Shared>) {
+async fn serve(
+    listener: tokio::net::TcpListener,
+    files: ServeDir,
+    (shared, http): (Arc<Shared>, Arc<HttpState>),
+) {
     let mut conns = tokio::task::JoinSet::new();
     loop {
         let Ok((socket, _)) = listener.accept().await else {
@@ -102,11 +163,18 @@ async fn serve(listener: tokio::net::TcpListener, files: ServeDir, shared: Arc<S
         };
         let files = files.clone();
         let shared = Arc::clone(&shared);
+        let http = Arc::clone(&http);
         conns.spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let files = files.clone();
                 let shared = Arc::clone(&shared);
-                async move { handle(files, &shared, req).await }
+                let http = Arc::clone(&http);
+                async move {
+                    match http.redirect(&req) {
+                        Some(answer) => answer,
+                        None => handle(files, &shared, req).await,
+                    }
+                }
             });
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(socket), svc)
@@ -130,9 +198,7 @@ async fn handle(
     };
     match fault {
         Some(Fault::Status(code)) => {
-            let empty = http_body_util::Empty::new()
-                .map_err(|e: std::convert::Infallible| -> s3s::StdError { match e {} })
-                .boxed_unsync();
+            let empty = empty_body();
             let status = StatusCode::from_u16(code).map_err(std::io::Error::other)?;
             return Response::builder()
                 .status(status)

@@ -2,7 +2,8 @@
 //! 127.0.0.1, Range requests as nginx or a CDN answers them): the same
 //! samples and epochs as the local pack, random and streamed, cached and by
 //! range requests only; the faults of [`super::faults`] ridden out or named;
-//! a missing pack and a publish refused with the URL named.
+//! a missing pack and a publish refused with the URL named; a redirect to
+//! another host followed without the token, a redirect loop named.
 
 use super::{cifar, epoch_bytes, loader, none, opts, same_as_local, source};
 use adapt_pack::{PackDataset, write_pack};
@@ -131,4 +132,42 @@ fn a_missing_pack_and_a_publish_over_http_name_the_url() {
         .to_string();
     assert!(text.contains(&to) && text.contains("s3://"), "{text}");
     assert!(!t.path().join("www/packs/new").exists());
+}
+
+#[test]
+fn a_redirect_to_another_host_is_followed_without_the_token() {
+    let t = tempfile::tempdir().unwrap();
+    // The CDN holds the files; the origin answers every request with a
+    // redirect to it, as the Hub does.
+    let (cdn, local, _) = setup(t.path());
+    let origin = HttpServer::start(&t.path().join("empty")).unwrap();
+    origin.redirect_to(Some(cdn.url()));
+    let url = format!("{}/packs/cifar", origin.url());
+    let o = RemoteOptions {
+        http_token: Some("secret-token".into()),
+        ..options(&t.path().join("cache"), 1 << 30)
+    };
+    let pack = Arc::new(open_pack(&url, &o).unwrap());
+    let want = epoch_bytes(&mut loader(&local, 2, true), 0).unwrap();
+    assert!(epoch_bytes(&mut loader(&pack, 2, true), 0).unwrap() == want);
+    assert!(cdn.gets() > 0, "the files came from the host redirected to");
+    assert!(
+        origin.authorized_requests() > 0,
+        "the token went to its host"
+    );
+    assert_eq!(
+        cdn.authorized_requests(),
+        0,
+        "the token stayed with its host"
+    );
+    // A redirect that leads back to itself ends in an error naming the
+    // URL, not a loop.
+    let lost = HttpServer::start(&t.path().join("empty")).unwrap();
+    lost.redirect_to(Some(lost.url()));
+    let url = format!("{}/packs/cifar", lost.url());
+    let text = open_pack(&url, &options(&t.path().join("loop"), 1 << 30))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(text.contains(&url) && text.contains("redirect"), "{text}");
 }
