@@ -3,7 +3,7 @@
 //! needs files.
 
 use adapt_dataset::{Dataset, Read, Sample, Shape};
-use adapt_formats::{CelebA, CelebAOptions, Cifar10, ImageFolder, Split};
+use adapt_formats::{CelebA, CelebAOptions, Cifar10, Cifar100, ImageFolder, Split};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -26,6 +26,11 @@ pub fn targets() -> Vec<Target> {
             name: "cifar10",
             seeds: cifar_seeds,
             run: cifar_run,
+        },
+        Target {
+            name: "cifar-pickle",
+            seeds: pickle_seeds,
+            run: pickle_run,
         },
         Target {
             name: "celeba-identity",
@@ -131,6 +136,39 @@ fn cifar_run(input: &[u8]) -> bool {
         write(&t.path().join(name), &record(2));
     }
     match Cifar10::open(t.path(), Split::Train) {
+        Ok(c) => read_all(&c),
+        Err(_) => false,
+    }
+}
+
+/// torchvision's CIFAR-100 test pickle as numpy and pickle write it, of
+/// three records and of one.
+fn pickle_seeds() -> Vec<Vec<u8>> {
+    let t = tmp();
+    let (a, b) = (record(0), record(0));
+    let images = [(3u8, &a[1..]), (99, &b[1..]), (0, &a[1..])];
+    [&images[..], &images[..1]]
+        .iter()
+        .map(|records| {
+            let path = t.path().join("test");
+            adapt_formats::write_batch_pickle(&path, true, records)
+                .unwrap_or_else(|e| panic!("harness: {e}"));
+            std::fs::read(&path).unwrap_or_else(|e| panic!("harness: {e}"))
+        })
+        .collect()
+}
+
+/// The input as `cifar-100-python/test`, beside a valid training pickle
+/// and meta file, read by the reader that runs nothing.
+fn pickle_run(input: &[u8]) -> bool {
+    let t = tmp();
+    let dir = t.path().join("cifar-100-python");
+    write(&dir.join("test"), input);
+    let r = record(0);
+    adapt_formats::write_batch_pickle(&dir.join("train"), true, &[(5, &r[1..])])
+        .and_then(|()| adapt_formats::write_meta_pickle(&dir, true, &["apple"; 100]))
+        .unwrap_or_else(|e| panic!("harness: {e}"));
+    match Cifar100::open(t.path(), Split::Test) {
         Ok(c) => read_all(&c),
         Err(_) => false,
     }

@@ -26,6 +26,7 @@ fn the_targets_cover_every_parser() {
     let names: Vec<_> = targets().iter().map(|t| t.name).collect();
     for n in [
         "cifar10",
+        "cifar-pickle",
         "celeba-identity",
         "image",
         "pack-shard",
