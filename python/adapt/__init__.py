@@ -23,6 +23,8 @@ import warnings
 
 from . import datasets
 from ._engine_loader import EngineLoader
+from ._iteration import LazyEpoch
+from ._sampler import Sampler, engine_indices, plan_indices
 from ._workers import default_collate, get_worker_info, reseed_mode as _reseed_mode, sample_rng
 from ._adapt import (
     AdaptError,
@@ -66,9 +68,59 @@ def _torch_module():
 
 def launch_from_env():
     """The launcher's (rank, world_size, local_rank, local_world_size,
-    launcher) from torchrun's RANK/WORLD_SIZE or Slurm's
-    SLURM_PROCID/SLURM_NTASKS, or None."""
+    launcher) from torchrun's RANK/WORLD_SIZE, Lightning's launcher's
+    WORLD_SIZE/LOCAL_RANK/NODE_RANK or Slurm's SLURM_PROCID/SLURM_NTASKS,
+    or None."""
     return _launch_from_env()
+
+
+def _process_group():
+    """(rank, world_size) of an initialised torch.distributed process
+    group, or None (no torch, no group)."""
+    torch = _torch_module()
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _launch_auto():
+    """What distributed="auto" reads: an initialised torch.distributed
+    process group first (Lightning, Accelerate and DDP scripts start one
+    before they build loaders), then the launchers' variables; None when
+    this process runs alone."""
+    group = _process_group()
+    if group is not None:
+        env = os.environ.get
+        local = env("LOCAL_RANK")
+        local_world = env("LOCAL_WORLD_SIZE")
+        return (group[0], group[1], int(local) if local and local.isdigit() else None,
+                int(local_world) if local_world and local_world.isdigit() else None,
+                "torch.distributed")
+    return _launch_from_env()
+
+
+_WARNED_UNSHARDED = []
+
+
+def _warn_unsharded():
+    """Says once per process that every rank reads the whole dataset when
+    a distributed job runs and the loader was not told (torch's
+    DataLoader is as silent, but Lightning shards it for its users)."""
+    if _WARNED_UNSHARDED:
+        return
+    try:
+        launch = _launch_auto()
+    except ConfigError:
+        launch = None
+    if launch is None or launch[1] <= 1:
+        return
+    _WARNED_UNSHARDED.append(True)
+    warnings.warn(
+        f"this process is rank {launch[0]} of {launch[1]} ({launch[4]}) and this DataLoader reads "
+        "the whole dataset in the same order on every rank: pass distributed=\"auto\" to give "
+        "each rank its share (or distributed=False to read everything on purpose)",
+        UserWarning, stacklevel=3)
 
 
 def _pipeline(dataset, transform, output, exact_decode):
@@ -197,8 +249,11 @@ class DataLoader:
     process that dies is a `WorkerError` naming it and the signal.
 
     Both: `shuffle` reshuffles on every iteration (or per `set_epoch`);
-    `distributed` None, `"auto"` (torchrun's or Slurm's variables) or
-    `(rank, world_size)`; `timeout` in seconds (0 or None: wait forever);
+    `distributed`: `"auto"` (an initialised torch.distributed process
+    group, else torchrun's, Lightning's or Slurm's variables) or
+    `(rank, world_size)` give each rank its share; None reads everything
+    and warns once when a distributed job runs; False reads everything
+    without a word; `timeout` in seconds (0 or None: wait forever);
     `state_dict()` / `load_state_dict()` resume exactly, on the same or
     another world size (map-style datasets with adapt's own sampler).
     `generator=` is refused: the shuffle and the per-sample randomness come
@@ -245,10 +300,16 @@ class DataLoader:
         rank = world = None
         self.launch = None
         if distributed == "auto":
-            self.launch = _launch_from_env()
+            self.launch = _launch_auto()
             if self.launch is not None:
                 rank, world = self.launch[0], self.launch[1]
-        elif distributed is not None:
+        elif distributed is None:
+            _warn_unsharded()
+        elif distributed is not False:
+            if (not isinstance(distributed, (tuple, list)) or len(distributed) != 2
+                    or not all(isinstance(v, int) and not isinstance(v, bool) for v in distributed)):
+                raise ConfigTypeError(f"distributed={distributed!r}: expected \"auto\", "
+                                      "(rank, world_size), None or False")
             rank, world = distributed
         self.dataset = dataset
         self.batch_size = batch_size
@@ -269,6 +330,8 @@ class DataLoader:
                                        "its own samples (give it a sampler=)")
             self._init_python(dataset, shuffle, transform, output, stream, autotune, worker_method,
                               worker_init_fn, multiprocessing_context, in_order, reseed_globals)
+            if getattr(self._backend, "_plan", None) is not None:
+                self.sampler = self._own_sampler(plan_indices)
             return
         if batch_size is None:
             raise ConfigValueError("batch_size=None with an adapt.datasets object: its samples are always "
@@ -292,6 +355,11 @@ class DataLoader:
         self.page_locked = info["page_locked"]
         self.transforms = info["transforms"]
         self._backend = EngineLoader(raw, dataset, _torch_module)
+        self.sampler = self._own_sampler(engine_indices)
+
+    def _own_sampler(self, indices):
+        return Sampler(self._backend, indices, shuffle=self.shuffle, seed=self.seed, rank=self.rank,
+                       world_size=self.world_size, drop_last=self.drop_last)
 
     def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
                      worker_init_fn, multiprocessing_context, in_order, reseed_globals):
@@ -445,7 +513,7 @@ class DataLoader:
         return self._backend.batches()
 
     def __iter__(self):
-        return iter(self._backend)
+        return LazyEpoch(self._backend)
 
     def close(self):
         """Stops the loader's threads and worker processes now (they also

@@ -5,7 +5,7 @@ the same calls, so the public class delegates without asking which."""
 
 import json
 
-from ._iteration import OneAtATime
+from ._iteration import Epochs, OneAtATime
 
 
 class EngineLoader:
@@ -14,9 +14,7 @@ class EngineLoader:
 
     def __init__(self, raw, dataset, torch_module):
         self.raw, self.dataset, self._torch = raw, dataset, torch_module
-        self._epoch = 0
-        self._epoch_set = False
-        self._resume = None
+        self._epochs = Epochs()
         self._iteration = OneAtATime()
 
     def __len__(self):
@@ -34,20 +32,18 @@ class EngineLoader:
         return None if text is None else json.loads(text)
 
     def set_epoch(self, epoch):
-        self._epoch = int(epoch)
-        self._epoch_set = True
+        self._epochs.set(epoch)
 
     def state_dict(self):
-        return {"adapt_loader_state": self.raw.state(), "epoch": self._epoch}
+        return {"adapt_loader_state": self.raw.state(), "epoch": self._epochs.next}
 
     def load_state_dict(self, state):
         text = state.get("adapt_loader_state")
         if text is None:
-            self._epoch = int(state.get("epoch", 0))
-            self._epoch_set = True
+            self._epochs.set(state.get("epoch", 0))
             return
-        self.raw.check_state(text)  # refused now, not at the next iter()
-        self._resume = text
+        epoch = self.raw.check_state(text)  # refused now, not at the next iteration
+        self._epochs.load(text, epoch)
 
     def _convert(self, data, labels):
         images = data.array()
@@ -59,16 +55,13 @@ class EngineLoader:
         return images, labels
 
     def _start(self):
-        """Starts the epoch the next iteration runs; the one after is the
-        next epoch unless set_epoch says otherwise."""
-        if self._resume is not None:
-            text, self._resume = self._resume, None
+        """Starts the epoch this iteration runs (`Epochs` decides which)."""
+        epoch, text = self._epochs.take()
+        if text is not None:
             epoch, _ = self.raw.resume(text)
         else:
-            epoch = self._epoch
             self.raw.start(epoch)
-        self._epoch = epoch + 1 if not self._epoch_set else self._epoch
-        self._epoch_set = False
+        self._epochs.ran(epoch)
 
     def _drain(self):
         while True:

@@ -2,7 +2,8 @@
 of an older `iter()` once a newer one started, a second thread stepping a
 loader while another does, an iterator of a closed loader, and a forked
 child's copy of a loader each raise RuntimeError; none waits for ever or
-yields batches of another epoch."""
+yields batches of another epoch. Also: which epoch an iteration runs
+(`Epochs`), and the iterator that starts it lazily (`LazyEpoch`)."""
 
 import contextlib
 import os
@@ -37,6 +38,12 @@ class OneAtATime:
     def close(self):
         """The loader was closed: its iterators refuse their next step."""
         self.closed = True
+
+    def check_usable(self):
+        """Refuses, by name, a closed loader and a forked child's copy."""
+        self.check_process()
+        if self.closed:
+            raise RuntimeError("this adapt.DataLoader was closed")
 
     @contextlib.contextmanager
     def begin(self):
@@ -78,3 +85,66 @@ class OneAtATime:
             # parent's.
             if self.in_owner():
                 gen.close()
+
+
+class Epochs:
+    """Which epoch the next iteration runs, decided when it starts (its
+    first `next()`), as trainers expect: `set_epoch(e)` before then picks
+    it (Lightning and Accelerate call it after `iter()`); a checkpoint
+    loaded by `load_state_dict` resumes its own epoch unless `set_epoch`
+    named another one since (the trainer moved on: that epoch starts from
+    its first batch); without either, each iteration is the epoch after
+    the last one run, as PyTorch draws a new order on every `iter()`."""
+
+    def __init__(self):
+        self.next = 0
+        self.resume = None
+        self.resume_epoch = None
+
+    def set(self, epoch):
+        self.next = int(epoch)
+
+    def load(self, resume, epoch):
+        """A checkpoint of `epoch` to resume (`resume`: what the backend
+        resumes from)."""
+        self.resume, self.resume_epoch, self.next = resume, int(epoch), int(epoch)
+
+    def take(self):
+        """(epoch, resume or None) for the iteration starting now."""
+        resume = self.resume if self.resume is not None and self.next == self.resume_epoch else None
+        self.resume = self.resume_epoch = None
+        return self.next, resume
+
+    def ran(self, epoch):
+        """The iteration starting now runs `epoch` (a resumed epoch with
+        nothing left runs the one after it): the next is `epoch + 1`
+        unless `set` says otherwise before it starts."""
+        self.next = epoch + 1
+
+
+class LazyEpoch:
+    """What `iter(loader)` returns: nothing starts until the first
+    `next()`, so an iterator made and dropped (Lightning's check that a
+    loader is iterable) costs no epoch, and a `set_epoch` after `iter()`
+    still counts. `len()` is the loader's."""
+
+    def __init__(self, backend):
+        backend._iteration.check_usable()
+        self._backend = backend
+        self._steps = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._steps is None:
+            self._steps = iter(self._backend)
+        return next(self._steps)
+
+    def __len__(self):
+        return len(self._backend)
+
+    def close(self):
+        """Ends the epoch's iteration now (a generator's `close`)."""
+        if self._steps is not None:
+            self._steps.close()

@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from . import _workers
-from ._iteration import OneAtATime
+from ._iteration import Epochs, OneAtATime
 from ._adapt import IndexPlan, LoaderTimeout, SampleError, WorkerError
 
 _POLL = 0.05
@@ -200,9 +200,8 @@ class PythonLoader:
         self._slots = None
         self._layout = None
         self._layout_known = False
-        self._epoch, self._epoch_set = 0, False
-        self._resume = None
-        self._current = None  # [epoch plan or None, batches delivered]
+        self._epochs = Epochs()
+        self._current = None  # [epoch plan or None, batches delivered, epoch]
         self._running = []
         self.stage_timing, self._stats = stage_timing, None
         self._iteration = OneAtATime()
@@ -220,17 +219,15 @@ class PythonLoader:
             return n
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def _epoch_batches(self, epoch):
-        """(index batches, batches already delivered, plan) of the epoch
-        the next iteration runs."""
+    def _epoch_batches(self):
+        """(epoch, index batches from the first not delivered, batches
+        already delivered, plan) of the epoch this iteration runs (`Epochs`
+        decides which)."""
+        epoch, resume = self._epochs.take()
         if self._plan is not None:
-            if self._resume is not None:
-                text, self._resume = self._resume, None
-                plan = self._plan.resume(text)
-            else:
-                plan = self._plan.start(epoch)
-            batches = plan.batches()
-            return plan.epoch, batches, plan.skip, plan
+            plan = self._plan.resume(resume) if resume is not None else self._plan.start(epoch)
+            self._epochs.ran(plan.epoch)
+            return plan.epoch, plan.batches(), plan.skip, plan
         if self.batch_sampler is not None:
             batches = [list(b) for b in self.batch_sampler]
         else:
@@ -240,9 +237,9 @@ class PythonLoader:
             if self.drop_last and batches and len(batches[-1]) < size:
                 batches.pop()
         skip = 0
-        if self._resume is not None:
-            epoch, skip = self._resume["epoch"], self._resume["batches"]
-            self._resume = None
+        if resume is not None:
+            epoch, skip = resume["epoch"], resume["batches"]
+        self._epochs.ran(epoch)
         return epoch, batches[skip:], skip, None
 
     # ---- the pieces shared by every epoch ---------------------------------
@@ -343,26 +340,23 @@ class PythonLoader:
     # ---- iteration --------------------------------------------------------
 
     def set_epoch(self, epoch):
-        self._epoch, self._epoch_set = int(epoch), True
+        self._epochs.set(epoch)
 
     def __iter__(self):
         if self._iteration.closed:
             raise RuntimeError("this adapt.DataLoader was closed")
         with self._iteration.begin() as mine:
-            epoch = self._epoch
             self._stats = _EpochStats(self) if self.stage_timing else None
             if self.iterable:
+                epoch, _ = self._epochs.take()
+                self._epochs.ran(epoch)
                 gen = self._iterate_iterable(epoch)
             else:
-                epoch, batches, skip, plan = self._epoch_batches(epoch)
+                epoch, batches, skip, plan = self._epoch_batches()
                 if not self._layout_known:
                     self._find_layout(epoch, batches[0][0] if batches and batches[0] else None)
-                self._current = [plan, skip]
+                self._current = [plan, skip, epoch]
                 gen = self._iterate_map(epoch, batches, skip)
-            # As PyTorch draws a new permutation on every iter(): the next
-            # iteration is the next epoch unless set_epoch says otherwise.
-            self._epoch = epoch + 1 if not self._epoch_set else self._epoch
-            self._epoch_set = False
         return self._iteration.steps(gen, mine)
 
     def _iterate_map(self, epoch, batches, skip):
@@ -595,21 +589,21 @@ class PythonLoader:
         if not self.in_order:
             raise NotImplementedError("state_dict with in_order=False: batches came out of order, "
                                       "so no batch count says which were delivered (use in_order=True)")
-        plan, delivered = self._current if self._current is not None else (None, 0)
+        plan, delivered, epoch = self._current or (None, 0, self._epochs.next)
         if self._plan is not None:
-            plan = plan if plan is not None else self._plan.start(self._epoch)
+            plan = plan if plan is not None else self._plan.start(epoch)
             return {"adapt_loader_state": plan.state(delivered), "epoch": plan.epoch}
-        epoch = self._epoch - 1 if self._current is not None else self._epoch
         return {"adapt_sampler_state": {"epoch": epoch, "batches": delivered}, "epoch": epoch}
 
     def load_state_dict(self, state):
         self._iteration.check_process()
         if "adapt_loader_state" in state and self._plan is not None:
-            self._plan.resume(state["adapt_loader_state"])  # checked now, not at the next iter()
-            self._resume = state["adapt_loader_state"]
+            # Checked now, not at the next iteration.
+            epoch = self._plan.resume(state["adapt_loader_state"]).epoch
+            self._epochs.load(state["adapt_loader_state"], epoch)
         elif "adapt_sampler_state" in state and self._plan is None:
-            self._resume = dict(state["adapt_sampler_state"])
-            self._epoch = self._resume["epoch"]
+            resume = dict(state["adapt_sampler_state"])
+            self._epochs.load(resume, resume["epoch"])
         else:
             raise ValueError("this state_dict is not from a loader with the same kind of sampler")
 

@@ -383,10 +383,12 @@ impl RawLoader {
     }
 
     /// Refuses, now, a checkpoint this loader cannot resume (another
-    /// pipeline, dataset, seed or batching), as `resume` would.
-    fn check_state(&self, state: &str) -> PyResult<()> {
+    /// pipeline, dataset, seed or batching), as `resume` would; returns
+    /// the checkpoint's epoch.
+    fn check_state(&self, state: &str) -> PyResult<u64> {
         let state = LoaderState::from_text(state).map_err(|e| py_error(e.into()))?;
-        self.with_run(|run| run.check_resumable(&state).map_err(py_error))
+        self.with_run(|run| run.check_resumable(&state).map_err(py_error))?;
+        Ok(state.epoch)
     }
 
     /// Resumes from a checkpoint's text; returns (epoch, batches left).
@@ -429,6 +431,13 @@ impl RawLoader {
     /// timing off.
     fn stats(&self) -> PyResult<Option<String>> {
         self.with_run(|run| Ok(run.stages().map(|r| r.to_json().to_string())))
+    }
+
+    /// This rank's sample indices of epoch `epoch`, in the order its
+    /// batches hold them.
+    fn epoch_indices(&self, py: Python<'_>, epoch: u64) -> PyResult<Vec<usize>> {
+        let plan = self.with_run(|run| run.plan().map_err(py_error))?;
+        Ok(py.detach(|| plan.epoch(epoch).order))
     }
 
     /// Batches per epoch for this rank.

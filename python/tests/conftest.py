@@ -78,3 +78,52 @@ def http_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPT_CACHE_DIR", str(tmp_path / "cache"))
     yield serve
     stop()
+
+
+def run_job(args, env, timeout=300):
+    """Runs a launcher (torchrun, a Lightning DDP script) in its own process
+    group, bounded: on expiry the whole group (its ranks included) is
+    killed and the test fails saying so. Returns the CompletedProcess."""
+    import signal
+
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{args[:4]} ran past {timeout} s (killed with its ranks): {err[-2000:]}")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def readme_example(heading):
+    """The first ```python block under the README's `### {heading}`."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split(f"### {heading}\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def run_readme_example(heading, cifar, tmp_path):
+    """Runs that block as `python train.py` in a folder whose
+    `datasets/cifar10` is the test's CIFAR-10; fails with its output."""
+    import sys
+
+    (tmp_path / "datasets").mkdir()
+    (tmp_path / "datasets" / "cifar10").symlink_to(cifar)
+    script = tmp_path / "train.py"
+    script.write_text(readme_example(heading))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NODE_RANK")}
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+    assert proc.returncode == 0, f"README's {heading} example: {err[-3000:]}"
+    return tmp_path

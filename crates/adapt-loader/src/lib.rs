@@ -213,6 +213,13 @@ impl Loader {
         &self.config
     }
 
+    /// The index plan of this loader's epochs: which samples each batch of
+    /// this rank holds, in order (the stream's order too), without reading
+    /// any.
+    pub fn plan(&self) -> Result<Plan, LoaderError> {
+        Plan::new(LoaderConfig::clone(&self.config), self.ctx.dataset.len())
+    }
+
     /// A loader like this one (same dataset, pipeline, batching, seed and
     /// buffer provider) with other worker knobs; `pin_memory` stays as it
     /// was (the buffers' provider was chosen at construction). Batches do

@@ -229,9 +229,12 @@ pub struct Launch {
 
 impl Launch {
     /// Reads torchrun's `RANK` / `WORLD_SIZE` (`LOCAL_RANK`,
-    /// `LOCAL_WORLD_SIZE`), else Slurm's `SLURM_PROCID` / `SLURM_NTASKS`
-    /// (`SLURM_LOCALID`). `None` when neither is set; a variable that is
-    /// set but unusable is an error naming it.
+    /// `LOCAL_WORLD_SIZE`); else Lightning's launcher's `WORLD_SIZE` with
+    /// `LOCAL_RANK` and `NODE_RANK` (no `RANK`: the global rank is
+    /// `NODE_RANK × LOCAL_WORLD_SIZE + LOCAL_RANK`, or `LOCAL_RANK` on node
+    /// 0); else Slurm's `SLURM_PROCID` / `SLURM_NTASKS` (`SLURM_LOCALID`).
+    /// `None` when none is set; a variable that is set but unusable, or
+    /// missing beside another, is an error naming it.
     pub fn from_env() -> Result<Option<Self>, LoaderError> {
         Self::from_vars(|k| std::env::var(k).ok())
     }
@@ -255,9 +258,30 @@ impl Launch {
                 num("LOCAL_WORLD_SIZE")?,
                 "torchrun",
             ),
+            (None, Some(w)) if var("LOCAL_RANK").is_some() => {
+                let local = num("LOCAL_RANK")?.unwrap_or(0);
+                let node = match num("NODE_RANK")? {
+                    Some(n) => n,
+                    None => num("GROUP_RANK")?.unwrap_or(0),
+                };
+                let local_world = num("LOCAL_WORLD_SIZE")?;
+                let rank = match (node, local_world) {
+                    (0, _) => local,
+                    (n, Some(per_node)) => n.saturating_mul(per_node).saturating_add(local),
+                    (n, None) => {
+                        return Err(LoaderError::InvalidConfig(format!(
+                            "WORLD_SIZE={w} and NODE_RANK={n} without RANK: the global rank \
+                             needs LOCAL_WORLD_SIZE (or give the rank and world size yourself)"
+                        )));
+                    }
+                };
+                (rank, w, Some(local), local_world, "lightning")
+            }
             (Some(_), None) | (None, Some(_)) => {
                 return Err(LoaderError::InvalidConfig(
-                    "RANK and WORLD_SIZE must be set together".into(),
+                    "RANK and WORLD_SIZE must be set together (or WORLD_SIZE with LOCAL_RANK, \
+                     as Lightning's launcher sets them)"
+                        .into(),
                 ));
             }
             (None, None) => match (num("SLURM_PROCID")?, num("SLURM_NTASKS")?) {
@@ -321,6 +345,38 @@ mod tests {
         assert!(Launch::from_vars(vars(&[("RANK", "4"), ("WORLD_SIZE", "4")])).is_err());
         assert!(Launch::from_vars(vars(&[("RANK", "x"), ("WORLD_SIZE", "4")])).is_err());
         assert!(Launch::from_vars(vars(&[("RANK", "1")])).is_err());
+        assert!(Launch::from_vars(vars(&[("WORLD_SIZE", "2")])).is_err());
+    }
+
+    #[test]
+    fn launch_reads_lightnings_variables_without_rank() {
+        let get = |pairs: &'static [(&'static str, &'static str)]| {
+            Launch::from_vars(move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            })
+        };
+        let l = get(&[("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")])
+            .unwrap()
+            .unwrap();
+        assert_eq!((l.distributed.rank, l.distributed.world_size), (1, 2));
+        assert_eq!(l.launcher, "lightning");
+        let l = get(&[
+            ("WORLD_SIZE", "8"),
+            ("LOCAL_RANK", "1"),
+            ("NODE_RANK", "1"),
+            ("LOCAL_WORLD_SIZE", "4"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(l.distributed.rank, 5);
+        let e = get(&[("WORLD_SIZE", "8"), ("LOCAL_RANK", "1"), ("NODE_RANK", "1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("LOCAL_WORLD_SIZE"), "{e}");
+        assert!(get(&[("WORLD_SIZE", "2"), ("LOCAL_RANK", "2")]).is_err());
     }
 
     #[test]

@@ -204,6 +204,12 @@ impl Run {
         self.feed.as_feed().loader().config()
     }
 
+    /// The index plan of the run's epochs (this rank's samples per batch,
+    /// in order), read from nothing.
+    pub fn plan(&self) -> Result<adapt_loader::Plan, AdaptError> {
+        Ok(self.feed.as_feed().loader().plan()?)
+    }
+
     /// The page-locked pool's bound now, when the run is pinned.
     pub fn pinned_pool(&self) -> Option<&Arc<PinnedPool>> {
         self.pinned.as_ref()
