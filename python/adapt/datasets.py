@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 __all__ = ["CIFAR10", "CIFAR100", "CelebA", "DigiFace1M", "ImageFolder", "Pack", "CelebADigiFace",
-           "Concat", "WebDataset", "Parquet"]
+           "Concat", "WebDataset", "Parquet", "HuggingFace"]
 
 
 def _refuse_download(download, what, layout):
@@ -358,7 +358,71 @@ class Parquet(_Files):
     _text_hint = "a string column's name such as 'text'"
 
     def __init__(self, urls, image="image", label="label", *, text=None, split=None, resize=None):
+        if (type(urls).__module__ or "").startswith("datasets"):
+            raise TypeError(f"Parquet takes Parquet files; a datasets.{type(urls).__name__} is "
+                            "read from its own Arrow files by adapt.datasets.HuggingFace(ds)")
         super().__init__(urls, image, label, text=text, split=split, resize=resize)
+
+
+class HuggingFace(_Files):
+    """A Hugging Face `datasets.Dataset` read from its own Arrow files, in
+    Rust: memory-mapped, no Python per sample, so `adapt.DataLoader` runs it
+    with adapt's workers and `transform=` steps. `dataset` is a `Dataset`
+    (one split; a `DatasetDict` is refused, naming its splits), the folder
+    `save_to_disk` wrote (`load_from_disk`'s argument), or `.arrow` files.
+    `image` names the `Image` column (embedded bytes, or a path-only row
+    read from its file, as `load_dataset("imagefolder")` keeps them),
+    `label` the integer (`ClassLabel`) column, whose names are `.classes`;
+    `text` a string column, as for `Parquet`. `ds[i]` and the batches are
+    the images `datasets` decodes, as RGB.
+
+    The Dataset's files are read as they are: a Dataset with an indices
+    mapping (after `select`, `shuffle`, `filter`, `train_test_split`) is
+    refused (`flatten_indices()` writes one without it; adapt shuffles
+    itself), and so is one with `with_transform`/`set_transform` (adapt
+    would skip it: use `transform=` steps, or give the Dataset to
+    `adapt.DataLoader` as a Python dataset). A Dataset held only in memory
+    (`from_dict`, `from_list`) has no files: `save_to_disk` it first."""
+
+    kind = "arrow"
+    _exts = (".arrow",)
+    _what = "Arrow file"
+    _image_hint = "a column name such as 'image'"
+    _label_hint = "a column name such as 'label'"
+    _text_hint = "a string column's name such as 'text'"
+
+    def __init__(self, dataset, image="image", label="label", *, text=None, resize=None):
+        super().__init__(_arrow_files(dataset), image, label, text=text, resize=resize)
+
+
+def _arrow_files(dataset):
+    """The Arrow files of a `datasets.Dataset`, or `dataset` itself (paths)."""
+    if isinstance(dataset, (str, os.PathLike, list, tuple)):
+        return dataset
+    kind = type(dataset).__name__
+    module = type(dataset).__module__ or ""
+    if not module.startswith("datasets"):
+        raise TypeError(f"HuggingFace takes a datasets.Dataset, a save_to_disk folder or .arrow "
+                        f"files, not {kind}")
+    if kind in ("DatasetDict", "IterableDatasetDict"):
+        raise TypeError(f"a {kind} of splits {sorted(dataset)}: give one split "
+                        f"(HuggingFace(ds[{sorted(dataset)[0]!r}]))")
+    if kind == "IterableDataset":
+        raise TypeError("an IterableDataset (streaming=True) has no local files: load it without "
+                        "streaming, or give it to adapt.DataLoader as an iterable dataset")
+    if getattr(dataset, "_indices", None) is not None:
+        raise ValueError("this Dataset has an indices mapping (from select, shuffle, filter or "
+                         "train_test_split) over its files: call ds.flatten_indices() first, or "
+                         "give the Dataset before shuffling (adapt.DataLoader shuffles itself)")
+    if getattr(dataset, "format", {}).get("type") == "custom":
+        raise ValueError("this Dataset has a with_transform/set_transform, which reading its files "
+                         "would skip: give adapt's steps as transform=, or pass the Dataset to "
+                         "adapt.DataLoader as a Python dataset")
+    files = [f["filename"] for f in getattr(dataset, "cache_files", [])]
+    if not files:
+        raise ValueError("this Dataset lives in memory (from_dict, from_list, ...) and has no "
+                         "Arrow files: ds.save_to_disk(path), then HuggingFace(path)")
+    return files
 
 
 class CelebADigiFace(_Spec):

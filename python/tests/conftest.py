@@ -104,13 +104,15 @@ def readme_example(heading):
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def run_readme_example(heading, cifar, tmp_path):
+def run_readme_example(heading, tmp_path, **data):
     """Runs that block as `python train.py` in a folder whose
-    `datasets/cifar10` is the test's CIFAR-10; fails with its output."""
+    `datasets/NAME` is each `NAME=folder` given (the test's data); fails
+    with its output."""
     import sys
 
     (tmp_path / "datasets").mkdir()
-    (tmp_path / "datasets" / "cifar10").symlink_to(cifar)
+    for name, folder in data.items():
+        (tmp_path / "datasets" / name).symlink_to(folder)
     script = tmp_path / "train.py"
     script.write_text(readme_example(heading))
     env = {k: v for k, v in os.environ.items()

@@ -40,6 +40,6 @@ def test_two_processes_read_their_shares_and_resume_exactly(cifar, tmp_path):
 def test_the_readmes_accelerate_example_runs(cifar, tmp_path):
     from conftest import run_readme_example
 
-    folder = run_readme_example("With Hugging Face Accelerate", cifar, tmp_path)
+    folder = run_readme_example("With Hugging Face Accelerate", tmp_path, cifar10=cifar)
     saved = list((folder / "checkpoint").iterdir())
     assert any("custom_checkpoint" in p.name for p in saved), saved

@@ -84,4 +84,4 @@ def test_ddp_ranks_read_disjoint_shares_or_are_warned(cifar, tmp_path, mode):
 def test_the_readmes_lightning_example_runs(cifar, tmp_path):
     from conftest import run_readme_example
 
-    run_readme_example("With PyTorch Lightning", cifar, tmp_path)
+    run_readme_example("With PyTorch Lightning", tmp_path, cifar10=cifar)

@@ -92,10 +92,10 @@ fn needs_s3(args: &[String]) -> bool {
     args.iter().any(|a| a.contains("s3://") || url(a))
 }
 
-/// Whether a command reads or writes Parquet: `--dataset parquet` (or
-/// `--dataset=parquet`), or the `fuzz` verb.
+/// Whether a command reads or writes Parquet or Arrow (one feature):
+/// `--dataset parquet|arrow` (or `--dataset=…`), or the `fuzz` verb.
 fn needs_parquet(args: &[String]) -> bool {
-    let parquet = |a: &str| a.eq_ignore_ascii_case("parquet");
+    let parquet = |a: &str| a.eq_ignore_ascii_case("parquet") || a.eq_ignore_ascii_case("arrow");
     let named = args
         .windows(2)
         .any(|w| w[0] == "--dataset" && parquet(&w[1]));
@@ -160,6 +160,7 @@ mod tests {
             "parquet"
         ])));
         assert!(super::needs_parquet(&args(&["gen", "--dataset=parquet"])));
+        assert!(super::needs_parquet(&args(&["load", "--dataset", "arrow"])));
         assert!(super::needs_parquet(&args(&["fuzz", "--seconds", "5"])));
         assert!(!super::needs_parquet(&args(&["tune", "--path", "parquet"])));
         assert!(!super::needs_parquet(&args(&[

@@ -209,6 +209,17 @@ pub enum FormatError {
         /// What is wrong.
         reason: String,
     },
+    /// A Hugging Face Arrow file (or one of its record batches or rows,
+    /// named in `path`) that cannot be read as `datasets` writes it: not an
+    /// Arrow IPC stream, a damaged message, a missing or mistyped column, a
+    /// null image.
+    #[error("{path}: {reason}")]
+    Arrow {
+        /// The file, with the record batch and row where there is one.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// A format this build was compiled without (a cargo feature).
     #[error(
         "{path}: this build reads no {format} (build with the `{feature}` feature; `cargo \

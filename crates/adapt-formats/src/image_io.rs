@@ -388,3 +388,34 @@ pub fn write_atomically(
         }
     })
 }
+
+/// The image of a row that stores only its `path`, as `datasets` stores
+/// images it was given as files (in Parquet and Arrow files alike): the
+/// file at `path`, taken relative to the folder of the data file `data`
+/// (where it is found there) or else as written (the working directory,
+/// as `datasets` opens it); at most [`MAX_MEMBER_BYTES`](crate::MAX_MEMBER_BYTES).
+#[cfg(feature = "parquet")]
+pub(crate) fn image_beside(data: &std::path::Path, path: &[u8]) -> Result<Vec<u8>, String> {
+    use crate::MAX_MEMBER_BYTES;
+    let path = std::str::from_utf8(path).map_err(|_| "the image path is not UTF-8".to_owned())?;
+    let beside = data.parent().map(|d| d.join(path));
+    let file = match beside.filter(|p| p.is_file()) {
+        Some(p) => p,
+        None => std::path::PathBuf::from(path),
+    };
+    let handle = open_regular(&file).map_err(|e| format!("the image path {path:?}: {e}"))?;
+    let len = handle
+        .metadata()
+        .map_err(|e| format!("{}: {e}", file.display()))?
+        .len();
+    if len > MAX_MEMBER_BYTES {
+        return Err(format!(
+            "{}: an image of {len} bytes, past the {MAX_MEMBER_BYTES}-byte bound",
+            file.display()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&handle, len), &mut bytes)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(bytes)
+}

@@ -2,8 +2,9 @@
 //! datasets adapt loads: CIFAR-10's binary batches, CelebA (aligned) with its
 //! identity file and fixed crop, DigiFace1M's class folders of RGBA PNGs, and
 //! a generic class-per-folder image tree as torchvision's `ImageFolder`, and
-//! WebDataset `.tar` shards read in place through a member index, and
-//! Parquet files in the Hugging Face layout read by row group.
+//! WebDataset `.tar` shards read in place through a member index,
+//! Parquet files in the Hugging Face layout read by row group, and
+//! Hugging Face `datasets`' Arrow files, memory-mapped.
 //!
 //! Each reader implements [`adapt_dataset::Dataset`] and is meant to run
 //! unchanged on the real datasets. A sample comes out after the format's own
@@ -24,6 +25,8 @@ mod cifar_pickles;
 mod digiface;
 mod error;
 mod file_list;
+#[cfg(feature = "parquet")]
+mod hf_arrow;
 mod image_io;
 mod imagefolder;
 mod jpeg_scan;
@@ -46,12 +49,16 @@ pub use cifar10::{
 pub use digiface::{DIGIFACE_IMAGE_SIZE, DigiFace, DigiFaceOptions, write_digiface_image};
 pub use error::FormatError;
 pub use file_list::{MAX_SHARDS, expand_braces};
+#[cfg(feature = "parquet")]
+pub use hf_arrow::{ArrowFiles, ArrowWriter};
 pub use image_io::{
     DecodeLimits, check_whole, decode_encoded_into, decode_limits, decode_rgb_into, encode_jpeg,
     encode_png, open_regular, set_decode_limits, set_strict_decode, strict_decode,
     write_atomically,
 };
 pub use imagefolder::{IMAGE_EXTENSIONS, ImageFolder};
+#[cfg(feature = "parquet")]
+use parquet_options::hf_class_names;
 pub use parquet_options::{PARQUET_ENABLED, ParquetOptions};
 pub use scaled::reduced_decoder;
 pub use webdataset::{

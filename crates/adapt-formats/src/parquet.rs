@@ -22,7 +22,7 @@ mod writer;
 pub use writer::{ParquetWriter, ParquetWriterOptions};
 
 use crate::file_list::{Folder, list_files};
-use crate::image_io::{decode_rgb_into, open_regular};
+use crate::image_io::{decode_rgb_into, image_beside, open_regular};
 use crate::{FormatError, MAX_MEMBER_BYTES, ParquetOptions};
 use adapt_dataset::{Dataset, Encoded, Error, FixedSteps, Read, Sample, check_index};
 use cache::{Images, RowGroupCache};
@@ -198,7 +198,9 @@ impl Parquet {
         let file = &self.files[g.file as usize];
         let value = match (value, images.paths.get(row).cloned().flatten()) {
             (Some(v), _) => v,
-            (None, Some(p)) => external_image(&file.path, p.data()).map_err(bad)?,
+            (None, Some(p)) => image_beside(&file.path, p.data())
+                .map(ByteArray::from)
+                .map_err(bad)?,
             (None, None) => {
                 return Err(bad(format!(
                     "the image column {} is null (no embedded image bytes and no path)",
@@ -242,35 +244,6 @@ impl Parquet {
             .sum();
         Ok(Images { rows, paths, bytes })
     }
-}
-
-/// The image of a row that stores only its `path`, as `datasets` stores
-/// images it was given as files: the file at `path`, taken relative to the
-/// folder of the Parquet file `parquet` (where it is found there) or else
-/// as written (the working directory, as `datasets` opens it); at most
-/// [`MAX_MEMBER_BYTES`].
-fn external_image(parquet: &Path, path: &[u8]) -> Result<ByteArray, String> {
-    let path = std::str::from_utf8(path).map_err(|_| "the image path is not UTF-8".to_owned())?;
-    let beside = parquet.parent().map(|d| d.join(path));
-    let file = match beside.filter(|p| p.is_file()) {
-        Some(p) => p,
-        None => PathBuf::from(path),
-    };
-    let handle = open_regular(&file).map_err(|e| format!("the image path {path:?}: {e}"))?;
-    let len = handle
-        .metadata()
-        .map_err(|e| format!("{}: {e}", file.display()))?
-        .len();
-    if len > MAX_MEMBER_BYTES {
-        return Err(format!(
-            "{}: an image of {len} bytes, past the {MAX_MEMBER_BYTES}-byte bound",
-            file.display()
-        ));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    std::io::Read::read_to_end(&mut std::io::Read::take(&handle, len), &mut bytes)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-    Ok(ByteArray::from(bytes))
 }
 
 /// Leaf column `leaf`'s maximum definition level (0: never null).
@@ -554,7 +527,7 @@ fn guarded<T>(call: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
 }
 
 /// The `ClassLabel` names of column `label` in the file's `huggingface`
-/// metadata (`info.features.LABEL.names`), as `datasets` writes it.
+/// metadata.
 fn hf_class_names(
     reader: &SerializedFileReader<PositionedFile>,
     label: &str,
@@ -565,17 +538,7 @@ fn hf_class_names(
         .find(|kv| kv.key == "huggingface")?
         .value
         .as_deref()?;
-    let json: serde_json::Value = serde_json::from_str(text).ok()?;
-    let feature = json.get("info")?.get("features")?.get(label)?;
-    if feature.get("_type")?.as_str()? != "ClassLabel" {
-        return None;
-    }
-    feature
-        .get("names")?
-        .as_array()?
-        .iter()
-        .map(|n| n.as_str().map(str::to_owned))
-        .collect()
+    crate::hf_class_names(text, label)
 }
 
 /// The Hugging Face split a file belongs to, by its name:

@@ -44,3 +44,21 @@ impl Default for ParquetOptions {
         }
     }
 }
+
+/// The `ClassLabel` names of column `label` in `datasets`' `huggingface`
+/// metadata (`info.features.LABEL.names`), as it writes it into Parquet
+/// footers and Arrow schemas alike.
+#[cfg(feature = "parquet")]
+pub(crate) fn hf_class_names(metadata: &str, label: &str) -> Option<Vec<String>> {
+    let json: serde_json::Value = serde_json::from_str(metadata).ok()?;
+    let feature = json.get("info")?.get("features")?.get(label)?;
+    if feature.get("_type")?.as_str()? != "ClassLabel" {
+        return None;
+    }
+    feature
+        .get("names")?
+        .as_array()?
+        .iter()
+        .map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}

@@ -88,6 +88,12 @@ pub fn targets() -> Vec<Target> {
             seeds: parquet_seeds,
             run: parquet_run,
         },
+        #[cfg(feature = "parquet")]
+        Target {
+            name: "arrow-file",
+            seeds: arrow_seeds,
+            run: arrow_run,
+        },
     ]
 }
 
@@ -287,6 +293,38 @@ fn parquet_run(input: &[u8]) -> bool {
     write(&path, input);
     let options = adapt_formats::ParquetOptions::default();
     match adapt_formats::Parquet::open(&path.display().to_string(), &options) {
+        Ok(ds) => read_all(&ds),
+        Err(_) => false,
+    }
+}
+
+/// Arrow files as `save_to_disk` writes them (our writer): a PNG and a
+/// JPEG row with `ClassLabel` names, in one and in two record batches.
+#[cfg(feature = "parquet")]
+fn arrow_seeds() -> Vec<Vec<u8>> {
+    let file = |rows_per_batch| {
+        let t = tmp();
+        let names = Some(vec!["a".into(), "b".into()]);
+        let mut w = adapt_formats::ArrowWriter::new(t.path(), rows_per_batch, names)
+            .unwrap_or_else(|e| panic!("harness: {e}"));
+        let png = image_seeds().swap_remove(0);
+        for (i, image) in [png, jpeg(16, 12)].iter().enumerate() {
+            w.write(image, Some("x.png"), i as i64)
+                .unwrap_or_else(|e| panic!("harness: {e}"));
+        }
+        let written = w.finish().unwrap_or_else(|e| panic!("harness: {e}"));
+        std::fs::read(written).unwrap_or_else(|e| panic!("harness: {e}"))
+    };
+    vec![file(100), file(1)]
+}
+
+#[cfg(feature = "parquet")]
+fn arrow_run(input: &[u8]) -> bool {
+    let t = tmp();
+    let path = t.path().join("data-00000-of-00001.arrow");
+    write(&path, input);
+    let options = adapt_formats::ParquetOptions::default();
+    match adapt_formats::ArrowFiles::open_files(vec![path], &options) {
         Ok(ds) => read_all(&ds),
         Err(_) => false,
     }

@@ -32,10 +32,10 @@ mod spec;
 
 pub use error::PipelineError;
 pub use formats::{
-    CelebADigiFaceFormat, CelebAFormat, Cifar10Format, Cifar100Format, ConcatFormat,
-    DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat, PARQUET_STREAM_INTERLEAVE,
-    PackFormat, ParquetFormat, WEBDATASET_STREAM_INTERLEAVE, WebDatasetFormat, help_lines, listed,
-    lookup, or_list,
+    ARROW_STREAM_INTERLEAVE, ArrowFormat, CelebADigiFaceFormat, CelebAFormat, Cifar10Format,
+    Cifar100Format, ConcatFormat, DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat,
+    PARQUET_STREAM_INTERLEAVE, PackFormat, ParquetFormat, WEBDATASET_STREAM_INTERLEAVE,
+    WebDatasetFormat, help_lines, listed, lookup, or_list,
 };
 pub use open::{DatasetSpec, OpenedDataset, SampleFields, Shards, dataset_fingerprint};
 pub use parse::parse_transforms;

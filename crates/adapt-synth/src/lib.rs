@@ -434,6 +434,40 @@ pub fn parquet(
     Ok(())
 }
 
+/// The same images as [`imagefolder`] with `spec` (byte for byte), as
+/// `datasets`' `save_to_disk` writes them: `root/data-00000-of-00001.arrow`
+/// (record batches of 1,000 rows, an `image` column of `{bytes, path}`,
+/// a `ClassLabel` `label` named by the WNIDs, in class order) beside
+/// `state.json` and `dataset_info.json`.
+#[cfg(feature = "parquet")]
+pub fn arrow(root: &Path, spec: ImageFolderSpec, progress: Progress<'_>) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    let names = Some((0..spec.classes).map(wnid).collect());
+    let mut writer = adapt_formats::ArrowWriter::new(root, PARQUET_FILE_ROWS, names)?;
+    in_chunks(&spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
+        let class = i / spec.per_class;
+        let name = format!("{}_{}.jpg", wnid(class), i % spec.per_class);
+        writer.write(jpeg, Some(&name), class as i64)?;
+        progress(1);
+        Ok(())
+    })?;
+    writer.finish()?;
+    Ok(())
+}
+
+/// A build without the `parquet` feature (which writes Arrow too):
+/// refused, naming it.
+#[cfg(not(feature = "parquet"))]
+pub fn arrow(root: &Path, spec: ImageFolderSpec, _: Progress<'_>) -> Result<(), SynthError> {
+    check_folder_spec(&spec)?;
+    Err(FormatError::NotBuilt {
+        path: root.to_owned(),
+        format: "Arrow",
+        feature: "parquet",
+    }
+    .into())
+}
+
 /// A build without the `parquet` feature: refused, naming it.
 #[cfg(not(feature = "parquet"))]
 pub fn parquet(root: &Path, spec: ImageFolderSpec, _: Progress<'_>) -> Result<(), SynthError> {

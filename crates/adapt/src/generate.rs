@@ -74,6 +74,12 @@ const WRITERS: &[Writer] = &[
         sizing: Sizing::Images,
         write: |r, out, p| adapt_synth::parquet(out, r.imagefolder(), p),
     },
+    Writer {
+        name: "arrow",
+        what: "JPEGs in a Hugging Face save_to_disk folder",
+        sizing: Sizing::Images,
+        write: |r, out, p| adapt_synth::arrow(out, r.imagefolder(), p),
+    },
 ];
 
 /// The formats `gen` writes, as a sentence lists them.
@@ -87,7 +93,7 @@ pub fn dataset_help() -> String {
         "The layout to write: {}. imagefolder writes class folders of JPEGs (ImageNet-like by \
          default; --size 1024x768 for camera-sized photos); the shard and file layouts hold the \
          same JPEGs with the same flags (1000 samples per tar shard, `cls` labels; \
-         data/train-*.parquet of 1000 rows)",
+         data/train-*.parquet of 1000 rows; arrow: a save_to_disk folder)",
         generated()
     )
 }

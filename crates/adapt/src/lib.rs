@@ -63,9 +63,10 @@ pub use adapt_loader::{
 };
 pub use adapt_pack::{Codec, PackOptions, Payload, VerifyReport};
 pub use adapt_pipeline::{
-    CelebADigiFaceFormat, CelebAFormat, Cifar10Format, Cifar100Format, ConcatFormat, DatasetSpec,
-    DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat, PackFormat, ParquetFormat,
-    Pipeline, SampleFields, TransformSpec, WebDatasetFormat, parse_transforms, transforms_text,
+    ArrowFormat, CelebADigiFaceFormat, CelebAFormat, Cifar10Format, Cifar100Format, ConcatFormat,
+    DatasetSpec, DigiFaceFormat, FORMATS, Format, FormatName, ImageFolderFormat, PackFormat,
+    ParquetFormat, Pipeline, SampleFields, TransformSpec, WebDatasetFormat, parse_transforms,
+    transforms_text,
 };
 pub use adapt_remote::{
     RemoteOptions, S3_ENABLED, UploadReport, is_remote, parse_bytes, set_default_options,

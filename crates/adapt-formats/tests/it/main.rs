@@ -6,6 +6,8 @@
 mod celeba;
 mod cifar10;
 mod digiface;
+#[cfg(feature = "parquet")]
+mod hf_arrow;
 mod hostile;
 mod imagefolder;
 #[cfg(feature = "parquet")]

@@ -39,6 +39,8 @@ fn the_targets_cover_every_parser() {
         "webdataset-shard",
         #[cfg(feature = "parquet")]
         "parquet-file",
+        #[cfg(feature = "parquet")]
+        "arrow-file",
     ] {
         assert!(names.contains(&n), "{n}");
     }

@@ -6,6 +6,7 @@
 //! `impl Format`, one line in [`FORMATS`], its synthetic writer (for `gen`)
 //! and its Python class.
 
+mod arrow;
 mod cifar10;
 mod concat;
 mod faces;
@@ -20,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
+pub use arrow::{ARROW_STREAM_INTERLEAVE, ArrowFormat};
 pub use cifar10::{Cifar10Format, Cifar100Format};
 pub use concat::ConcatFormat;
 pub use faces::{CelebADigiFaceFormat, CelebAFormat, DigiFaceFormat};
@@ -63,6 +65,7 @@ pub static FORMATS: &[&dyn Format] = &[
     &ImageFolderFormat,
     &WebDatasetFormat,
     &ParquetFormat,
+    &ArrowFormat,
     &PackFormat,
     &ConcatFormat,
 ];

@@ -688,7 +688,7 @@ fn every_format_in_the_table_opens_its_synthetic_layout() {
                 let part = DatasetSpec::named("cifar10", &path).unwrap();
                 DatasetSpec::concat(vec![part.clone(), part])
             }
-            "parquet" if !adapt::PARQUET_ENABLED => continue,
+            "parquet" | "arrow" if !adapt::PARQUET_ENABLED => continue,
             _ => {
                 write(name, &path);
                 DatasetSpec::named(name, &path).unwrap()
