@@ -1,0 +1,13 @@
+from collections.abc import Iterator
+
+class Sampler:
+    shuffle: bool
+    seed: int
+    drop_last: bool
+    rank: int
+    num_replicas: int
+    @property
+    def epoch(self) -> int: ...
+    def set_epoch(self, epoch: int) -> None: ...
+    def __iter__(self) -> Iterator[int]: ...
+    def __len__(self) -> int: ...
