@@ -3,6 +3,7 @@
 //! too) refuses them by name.
 
 use super::files::{FileList, file_list};
+use super::parquet::default_columns;
 use super::{Format, imagenet};
 use crate::{DatasetSpec, OpenedDataset, PipelineError, SampleFields};
 use adapt_formats::{FormatError, ParquetOptions};
@@ -47,16 +48,6 @@ impl Format for ArrowFormat {
             return Err(not_built(&spec.path).into());
         }
         read_arrow(file_list(&spec.path, "Arrow files")?, &options)
-    }
-}
-
-/// `datasets`' own column names: `image` and `label`.
-fn default_columns() -> SampleFields {
-    let o = ParquetOptions::default();
-    SampleFields {
-        image: o.image,
-        label: o.label,
-        text: None,
     }
 }
 

@@ -50,8 +50,8 @@ impl Format for ParquetFormat {
     }
 }
 
-/// The Hugging Face columns: `image` and `label`.
-fn default_columns() -> SampleFields {
+/// The Hugging Face columns: `image` and `label` (Arrow's too).
+pub(super) fn default_columns() -> SampleFields {
     let o = ParquetOptions::default();
     SampleFields {
         image: o.image,
