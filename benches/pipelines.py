@@ -25,6 +25,11 @@ RECIPES = {
     "cifar-train": ("cifar10", "cifar10", "random_crop(32,padding=4),hflip,normalize(cifar10)", 128),
     "imagenet-train": ("imagefolder", "imagenet", "random_resized_crop(224),hflip,normalize(imagenet)", 128),
     "eval": ("imagefolder", "camera", "resize(256),center_crop(224),normalize(imagenet)", 64),
+    # timm's training recipe with RandAugment and random erasing (torchvision's
+    # RandAugment; RandomErasing after Normalize with value 0 = the mean).
+    "imagenet-randaug": ("imagefolder", "imagenet",
+                         "random_resized_crop(224),hflip,rand_augment(num_ops=2,magnitude=9),"
+                         "random_erasing(p=0.25,value=mean),normalize(imagenet)", 128),
 }
 
 
@@ -87,17 +92,18 @@ def main():
     ap.add_argument("--data", required=True)
     ap.add_argument("--torch-python")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", help="comma-separated: cifar,u8,imagenet,eval")
+    ap.add_argument("--only", help="comma-separated: cifar,u8,imagenet,randaug,eval")
     a = ap.parse_args()
     ensure_data(a.xtask, a.data)
-    only = set((a.only or "cifar,u8,imagenet,eval").split(","))
+    only = set((a.only or "cifar,u8,imagenet,randaug,eval").split(","))
     results = {}
 
     def report(name, value):
         results[name] = value
         print(json.dumps({name: value}), flush=True)
 
-    for key, recipe in (("cifar", "cifar-train"), ("imagenet", "imagenet-train")):
+    for key, recipe in (("cifar", "cifar-train"), ("imagenet", "imagenet-train"),
+                        ("randaug", "imagenet-randaug")):
         if key not in only:
             continue
         ours = adapt_best(a.xtask, a.data, recipe, a.runs)

@@ -13,6 +13,8 @@ configuration and a final line with the best one, in the same shape as
 Recipes (the same steps as adapt's text form):
     cifar-train:    random_crop(32,padding=4),hflip,normalize(cifar10)   batch 128
     imagenet-train: random_resized_crop(224),hflip,normalize(imagenet)   batch 128
+    imagenet-randaug: random_resized_crop(224),hflip,rand_augment(num_ops=2,magnitude=9),
+                    random_erasing(p=0.25,value=mean),normalize(imagenet)  batch 128
     eval:           resize(256),center_crop(224),normalize(imagenet)     batch 64
     digiface:       the dataset's default (RGBA PNG -> RGB, normalize 0.5)  batch 128
 """
@@ -68,6 +70,16 @@ def recipe(name, path):
             transforms.RandomHorizontalFlip(),
             transforms.ToTensor(),
             transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+        ])
+        return datasets.ImageFolder(path, t), 128
+    if name == "imagenet-randaug":
+        t = transforms.Compose([
+            transforms.RandomResizedCrop(224),
+            transforms.RandomHorizontalFlip(),
+            transforms.RandAugment(num_ops=2, magnitude=9),
+            transforms.ToTensor(),
+            transforms.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+            transforms.RandomErasing(p=0.25),
         ])
         return datasets.ImageFolder(path, t), 128
     if name == "eval":

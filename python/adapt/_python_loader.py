@@ -281,6 +281,7 @@ class PythonLoader:
         a step fixes it, else for the first sample's size."""
         from ._adapt import ConfigError, Steps
 
+        keys = _workers.sample_keys(sample, index)
         pixels, planar = _workers.image_of(_workers.split_sample(sample, index)[0], index)
         if planar:
             c, h, w = pixels.shape
@@ -295,7 +296,7 @@ class PythonLoader:
             args = (self.steps_text, self.output, h, w, c)
             steps = Steps(*args)
         self._steps_args = args
-        return _workers.steps_layout(steps, self.output, self.batch_size)
+        return _workers.steps_layout(steps, self.output, self.batch_size, keys)
 
     def _get_pool(self):
         if self._pool is None:

@@ -335,21 +335,53 @@ def image_of(x, index):
     return np.ascontiguousarray(a), planar
 
 
+IMAGE_KEYS = ("image", "img")
+LABEL_KEYS = ("label", "labels")
+
+
+def sample_keys(sample, index):
+    """For a dict row (a Hugging Face dataset's), the (image, label) keys
+    adapt's steps read: "image" or "img", "label" or "labels"; None for an
+    (image, label) pair. A row with other fields is refused by name, since
+    the batch could not carry them."""
+    if not isinstance(sample, collections.abc.Mapping):
+        return None
+    keys = list(sample.keys())
+    image = next((k for k in IMAGE_KEYS if k in sample), None)
+    label = next((k for k in LABEL_KEYS if k in sample), None)
+    if image is None or label is None:
+        raise TypeError(f"sample {index}: with transform= a dict row needs an image field "
+                        f"({' or '.join(IMAGE_KEYS)}) and a label field ({' or '.join(LABEL_KEYS)}); "
+                        f"it has {keys}")
+    extra = [k for k in keys if k not in (image, label)]
+    if extra:
+        raise TypeError(f"sample {index}: with transform= the batch holds {image!r} and {label!r}; "
+                        f"the row's other fields {extra} would be lost: drop them first "
+                        f"(a Hugging Face dataset: ds.select_columns([{image!r}, {label!r}]))")
+    return image, label
+
+
 def split_sample(sample, index):
-    """(image, label) of a sample that adapt's steps batch."""
-    if not isinstance(sample, (tuple, list)) or len(sample) != 2:
-        raise TypeError(f"sample {index}: with transform= a sample is (image, label), got "
-                        f"{type(sample).__name__}")
-    image, label = sample
+    """(image, label) of a sample that adapt's steps batch: an (image,
+    label) pair or a dict row with the keys `sample_keys` finds."""
+    keys = sample_keys(sample, index)
+    if keys is not None:
+        image, label = sample[keys[0]], sample[keys[1]]
+    elif not isinstance(sample, (tuple, list)) or len(sample) != 2:
+        raise TypeError(f"sample {index}: with transform= a sample is (image, label) or a dict "
+                        f"with image and label fields, got {type(sample).__name__}")
+    else:
+        image, label = sample
     if not isinstance(label, (int, np.integer)) and not (
             hasattr(label, "item") and getattr(label, "ndim", 1) == 0):
         raise TypeError(f"sample {index}: the label is {type(label).__name__}, expected an integer")
     return image, int(label)
 
 
-def steps_layout(steps, output, batch_size):
+def steps_layout(steps, output, batch_size, keys=None):
     """The layout of a batch adapt's steps collate: images as `output` lays
-    them out, then int64 labels."""
+    them out, then int64 labels; a dict of the two under `keys` (image
+    key, label key) for dict rows, as default_collate gives them."""
     h, w, c = steps.shape
     if output == "f32":
         image = ("leaf", (c, h, w), np.dtype(np.float32).str)
@@ -357,7 +389,10 @@ def steps_layout(steps, output, batch_size):
         image = ("leaf", (c, h, w), np.dtype(np.uint8).str)
     else:
         image = ("leaf", (h, w, c), np.dtype(np.uint8).str)
-    return Layout(("seq", None, [image, ("leaf", (), np.dtype(np.int64).str)]), batch_size)
+    label = ("leaf", (), np.dtype(np.int64).str)
+    if keys is not None:
+        return Layout(("dict", list(keys), [image, label]), batch_size)
+    return Layout(("seq", None, [image, label]), batch_size)
 
 
 # ---- PyTorch's default_collate, without torch -----------------------------

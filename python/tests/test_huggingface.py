@@ -118,3 +118,20 @@ def test_the_readmes_huggingface_example_runs(jpegs, tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
     run_readme_example("With Hugging Face datasets", tmp_path, imagenet=jpegs)
+
+
+def test_transform_applies_to_the_image_field_of_a_datasets_row(saved):
+    """A Dataset given as a Python dataset (rows {"image": PIL, "label": int})
+    runs adapt's steps on its image field; the batch is a dict as
+    default_collate makes it, pixel-equal to the native reader's."""
+    hf, _ = saved
+    loader = adapt.DataLoader(hf, batch_size=10, output="u8-nhwc", transform="hflip(p=1)")
+    rows = list(loader)
+    assert sorted(rows[0]) == ["image", "label"]
+    got = np.concatenate([np.asarray(b["image"]) for b in rows])
+    want = np.stack([np.asarray(hf[i]["image"].convert("RGB"))[:, ::-1] for i in range(len(hf))])
+    assert np.array_equal(got, want)
+    assert np.concatenate([np.asarray(b["label"]) for b in rows]).tolist() == hf["label"]
+    native = adapt.DataLoader(adapt.datasets.HuggingFace(hf), batch_size=10, output="u8-nhwc",
+                              transform="hflip(p=1)")
+    assert np.array_equal(np.concatenate([np.asarray(b[0]) for b in native]), got)

@@ -583,3 +583,42 @@ def test_stats_time_the_users_getitem_and_collate_fn(method, workers):
     it = adapt.DataLoader(Slow(), batch_size=4, num_workers=workers, worker_method=method)
     list(it)
     assert "collate" in it.stats()["seconds"]
+
+
+class DictRows:
+    """Rows as a Hugging Face dataset gives them: {"img": PIL-like array, "label": int}."""
+
+    def __init__(self, n=10, extra=False, image_key="img"):
+        rng = np.random.default_rng(3)
+        self.images = [rng.integers(0, 256, (6, 5, 3), dtype=np.uint8) for _ in range(n)]
+        self.extra, self.image_key = extra, image_key
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        row = {self.image_key: self.images[i], "label": i % 4}
+        if self.extra:
+            row["file"] = f"{i}.png"
+        return row
+
+
+def test_transform_applies_to_the_image_field_of_dict_rows():
+    ds = DictRows()
+    loader = adapt.DataLoader(ds, batch_size=4, output="u8-nhwc", transform="hflip(p=1)")
+    batches = list(loader)
+    assert [sorted(b) for b in batches] == [["img", "label"]] * 3, "a dict batch, as default_collate"
+    images = np.concatenate([np.asarray(b["img"]) for b in batches])
+    labels = np.concatenate([np.asarray(b["label"]) for b in batches])
+    assert np.array_equal(images, np.stack([a[:, ::-1] for a in ds.images]))
+    assert labels.tolist() == [i % 4 for i in range(10)]
+    f32 = next(iter(adapt.DataLoader(ds, batch_size=4, transform="normalize(mean=(0,0,0),std=(1,1,1))")))
+    assert np.asarray(f32["img"]).shape == (4, 3, 6, 5)
+    assert np.allclose(np.asarray(f32["img"])[0], ds.images[0].transpose(2, 0, 1) / 255.0)
+
+
+def test_dict_rows_adapt_cannot_batch_are_refused_by_name():
+    with pytest.raises(TypeError, match=r"select_columns\(\['img', 'label'\]\)"):
+        list(adapt.DataLoader(DictRows(extra=True), batch_size=4, transform="hflip"))
+    with pytest.raises(TypeError, match="needs an image field"):
+        list(adapt.DataLoader(DictRows(image_key="pixels"), batch_size=4, transform="hflip"))

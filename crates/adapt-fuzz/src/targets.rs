@@ -475,6 +475,8 @@ fn pipeline_seeds() -> Vec<Vec<u8>> {
         "random_resized_crop(224,scale=(0.08,1.0),ratio=(0.75,1.3333)),vflip(p=0.2),color_jitter(0.4,0.4,0.4)",
         "resize(256),center_crop(224x200),normalize(mean=(0.5,0.5,0.5),std=(0.2,0.2,0.2))",
         "random_crop(28,padding=(1,2,3,4),fill=(1,2,3),padding_mode=reflect)",
+        "rand_augment(num_ops=3,magnitude=30),trivial_augment(interpolation=bicubic,fill=(1,2,3)),auto_augment(policy=svhn,interpolation=bilinear)",
+        "resize(40,interpolation=bicubic),color_jitter(0.4,0.4,0.4,hue=0.5),random_erasing(p=1,value=random),normalize(imagenet)",
     ]
     .iter()
     .map(|s| s.as_bytes().to_vec())
@@ -497,12 +499,26 @@ fn pipeline_run(input: &[u8]) -> bool {
         ),
         Err(e) => panic!("canonical text {canonical:?} of {text:?} does not parse: {e}"),
     }
-    // Every step builds and applies its shape rule to a CIFAR-sized sample.
+    // Every step builds, applies its shape rule to a CIFAR-sized sample and
+    // then its pixels (small outputs only), giving the shape it promised.
     let mut shape = Shape::new(32, 32, 3);
+    let mut sample = adapt_dataset::Sample::hwc(vec![90; 32 * 32 * 3], 32, 32, 3, 0).ok();
+    let mut scratch = adapt_transform::Scratch::default();
     for s in &steps {
-        match s.build() {
+        match s.build_in(&steps) {
             Ok(Some(t)) => match t.output_shape(shape) {
-                Ok(next) => shape = next,
+                Ok(next) => {
+                    shape = next;
+                    if shape.len() > 1 << 20 {
+                        sample = None;
+                    }
+                    if let Some(px) = sample.as_mut() {
+                        if t.apply(px, &mut scratch).is_err() {
+                            return false;
+                        }
+                        assert_eq!(px.shape, shape, "{s} made another shape than it said");
+                    }
+                }
                 Err(_) => return false,
             },
             Ok(None) => {}

@@ -24,12 +24,14 @@
 //! # Ok::<(), adapt_pipeline::PipelineError>(())
 //! ```
 
+mod augment;
 mod error;
 mod formats;
 mod open;
 mod parse;
 mod spec;
 
+pub use augment::{EraseSpec, InterpolationName, Policy};
 pub use error::PipelineError;
 pub use formats::{
     ARROW_STREAM_INTERLEAVE, ArrowFormat, CelebADigiFaceFormat, CelebAFormat, Cifar10Format,
@@ -243,7 +245,7 @@ pub fn compose_steps(
             normalize = Some(n);
             continue;
         }
-        if let Some(t) = s.build()? {
+        if let Some(t) = s.build_in(steps)? {
             shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
             if shape.len() > MAX_SAMPLE_BYTES {
                 return Err(s.error(format!(
@@ -285,7 +287,7 @@ fn batch_input_shape(
     let unknown = Shape::new(0, 0, 3);
     let mut shape = unknown;
     for s in steps {
-        if let Some(t) = s.build()? {
+        if let Some(t) = s.build_in(steps)? {
             shape = t.output_shape(shape).map_err(|e| s.error(e.to_string()))?;
         }
     }

@@ -3,6 +3,7 @@
 //! argument names and defaults, every error naming the step as written.
 
 use crate::PipelineError;
+use crate::augment::{self, InterpolationName};
 use crate::spec::{Size, TransformSpec, check_order, padding_mode_of};
 use adapt_transform::Normalize;
 
@@ -34,19 +35,19 @@ fn split_top(s: &str) -> Option<Vec<&str>> {
 
 /// One parsed argument value.
 #[derive(Debug)]
-enum Value<'a> {
+pub(crate) enum Value<'a> {
     Atom(&'a str),
     Tuple(Vec<&'a str>),
 }
 
-struct Args<'a> {
+pub(crate) struct Args<'a> {
     token: &'a str,
     positional: Vec<Value<'a>>,
     named: Vec<(&'a str, Value<'a>)>,
 }
 
 impl<'a> Args<'a> {
-    fn err(&self, reason: impl Into<String>) -> PipelineError {
+    pub(crate) fn err(&self, reason: impl Into<String>) -> PipelineError {
         PipelineError::Transform {
             token: self.token.to_owned(),
             reason: reason.into(),
@@ -54,7 +55,7 @@ impl<'a> Args<'a> {
     }
 
     /// Takes argument `name` (or the next positional one at `pos`).
-    fn take(&mut self, name: &str, pos: usize) -> Option<Value<'a>> {
+    pub(crate) fn take(&mut self, name: &str, pos: usize) -> Option<Value<'a>> {
         if let Some(i) = self.named.iter().position(|(n, _)| *n == name) {
             return Some(self.named.remove(i).1);
         }
@@ -63,7 +64,7 @@ impl<'a> Args<'a> {
             .filter(|v| !matches!(v, Value::Atom("")))
     }
 
-    fn done(&self, used_positional: usize) -> Result<(), PipelineError> {
+    pub(crate) fn done(&self, used_positional: usize) -> Result<(), PipelineError> {
         if let Some((n, _)) = self.named.first() {
             return Err(self.err(format!("unknown argument {n:?}")));
         }
@@ -76,12 +77,16 @@ impl<'a> Args<'a> {
         Ok(())
     }
 
-    fn number<T: std::str::FromStr>(&self, v: &str, what: &str) -> Result<T, PipelineError> {
+    pub(crate) fn number<T: std::str::FromStr>(
+        &self,
+        v: &str,
+        what: &str,
+    ) -> Result<T, PipelineError> {
         v.parse::<T>()
             .map_err(|_| self.err(format!("{what} {v:?} is not a valid number")))
     }
 
-    fn f64_of(&self, v: Value<'a>, what: &str) -> Result<f64, PipelineError> {
+    pub(crate) fn f64_of(&self, v: Value<'a>, what: &str) -> Result<f64, PipelineError> {
         match v {
             Value::Atom(a) => {
                 let x: f64 = self.number(a, what)?;
@@ -95,7 +100,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    fn pair(&self, v: Value<'a>, what: &str) -> Result<(f64, f64), PipelineError> {
+    pub(crate) fn pair(&self, v: Value<'a>, what: &str) -> Result<(f64, f64), PipelineError> {
         match v {
             Value::Tuple(t) if t.len() == 2 => {
                 let a = self.f64_of(Value::Atom(t[0]), what)?;
@@ -106,7 +111,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    fn floats(&self, v: Value<'a>, what: &str) -> Result<Vec<f32>, PipelineError> {
+    pub(crate) fn floats(&self, v: Value<'a>, what: &str) -> Result<Vec<f32>, PipelineError> {
         let items = match v {
             Value::Atom(a) => vec![a],
             Value::Tuple(t) => t,
@@ -124,7 +129,7 @@ impl<'a> Args<'a> {
             .collect()
     }
 
-    fn size(&self, v: Value<'a>) -> Result<Size, PipelineError> {
+    pub(crate) fn size(&self, v: Value<'a>) -> Result<Size, PipelineError> {
         let s = match v {
             Value::Atom(a) => match a.split_once(['x', 'X']) {
                 Some((w, h)) => Size {
@@ -230,12 +235,17 @@ fn parse_step(token: &str) -> Result<TransformSpec, PipelineError> {
         }
         "resize" => resize(&mut args),
         "color_jitter" => color_jitter(&mut args),
+        "rand_augment" | "randaugment" => augment::rand_augment(&mut args),
+        "trivial_augment" | "trivial_augment_wide" => augment::trivial_augment(&mut args),
+        "auto_augment" | "autoaugment" => augment::auto_augment(&mut args),
+        "random_erasing" => augment::random_erasing(&mut args),
         "normalize" | "normalise" => normalize(&mut args),
         "" => Err(args.err("empty step")),
         other => Err(args.err(format!(
             "unknown transform {other:?}; expected random_crop, random_horizontal_flip (hflip), \
              random_vertical_flip (vflip), random_resized_crop, center_crop, resize, \
-             color_jitter or normalize"
+             color_jitter, rand_augment, trivial_augment, auto_augment, random_erasing \
+             or normalize"
         ))),
     }
 }
@@ -299,7 +309,7 @@ fn flip_p(args: &mut Args<'_>) -> Result<f64, PipelineError> {
     Ok(p)
 }
 
-/// `random_resized_crop(size, scale=(0.08, 1), ratio=(3/4, 4/3))`.
+/// `random_resized_crop(size, scale=(0.08, 1), ratio=(3/4, 4/3), interpolation=bilinear)`.
 fn random_resized_crop(args: &mut Args<'_>) -> Result<TransformSpec, PipelineError> {
     let size = args
         .take("size", 0)
@@ -313,11 +323,17 @@ fn random_resized_crop(args: &mut Args<'_>) -> Result<TransformSpec, PipelineErr
         Some(v) => args.pair(v, "ratio")?,
         None => (3.0 / 4.0, 4.0 / 3.0),
     };
-    args.done(3)?;
+    let interpolation = augment::interpolation_arg(args, 3, InterpolationName::Bilinear)?;
+    args.done(4)?;
     if !(scale.0 > 0.0 && scale.0 <= scale.1 && ratio.0 > 0.0 && ratio.0 <= ratio.1) {
         return Err(args.err("scale and ratio must be positive, (low, high) with low ≤ high"));
     }
-    Ok(TransformSpec::RandomResizedCrop { size, scale, ratio })
+    Ok(TransformSpec::RandomResizedCrop {
+        size,
+        scale,
+        ratio,
+        interpolation,
+    })
 }
 
 /// `resize(N)` (the shorter side) or `resize(WxH)` / `resize((h, w))`.
@@ -331,21 +347,20 @@ fn resize(args: &mut Args<'_>) -> Result<TransformSpec, PipelineError> {
             if n == 0 {
                 return Err(args.err("size must be positive"));
             }
-            TransformSpec::Resize {
-                shorter: Some(n),
-                size: None,
-            }
+            (Some(n), None)
         }
-        other => TransformSpec::Resize {
-            shorter: None,
-            size: Some(args.size(other)?),
-        },
+        other => (None, Some(args.size(other)?)),
     };
-    args.done(1)?;
-    Ok(spec)
+    let interpolation = augment::interpolation_arg(args, 1, InterpolationName::Bilinear)?;
+    args.done(2)?;
+    Ok(TransformSpec::Resize {
+        shorter: spec.0,
+        size: spec.1,
+        interpolation,
+    })
 }
 
-/// `color_jitter(brightness=0, contrast=0, saturation=0)`.
+/// `color_jitter(brightness=0, contrast=0, saturation=0, hue=0)`.
 fn color_jitter(args: &mut Args<'_>) -> Result<TransformSpec, PipelineError> {
     let mut f = |name: &str, pos: usize| -> Result<f32, PipelineError> {
         match args.take(name, pos) {
@@ -359,13 +374,21 @@ fn color_jitter(args: &mut Args<'_>) -> Result<TransformSpec, PipelineError> {
             None => Ok(0.0),
         }
     };
-    let (brightness, contrast, saturation) =
-        (f("brightness", 0)?, f("contrast", 1)?, f("saturation", 2)?);
-    args.done(3)?;
+    let (brightness, contrast, saturation, hue) = (
+        f("brightness", 0)?,
+        f("contrast", 1)?,
+        f("saturation", 2)?,
+        f("hue", 3)?,
+    );
+    args.done(4)?;
+    if hue > 0.5 {
+        return Err(args.err("hue must be in [0, 0.5]"));
+    }
     Ok(TransformSpec::ColorJitter {
         brightness,
         contrast,
         saturation,
+        hue,
     })
 }
 
@@ -424,5 +447,6 @@ pub fn parse_transforms(text: &str) -> Result<Vec<TransformSpec>, PipelineError>
         .map(parse_step)
         .collect::<Result<_, _>>()?;
     check_order(&specs)?;
+    augment::check_erasing(&specs)?;
     Ok(specs)
 }

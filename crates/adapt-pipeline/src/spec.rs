@@ -1,6 +1,7 @@
 //! The transform steps of a pipeline, their short text form and its parser.
 
 use crate::PipelineError;
+use crate::augment::{EraseSpec, InterpolationName, Policy};
 use adapt_transform::{
     CenterCrop, ColorJitter, Normalize, PaddingMode, RandomCrop, RandomFlip, RandomResizedCrop,
     Resize, ResizeShorter, Transform,
@@ -55,7 +56,7 @@ pub enum TransformSpec {
         /// Probability.
         p: f64,
     },
-    /// `random_resized_crop(size, scale=(0.08,1.0), ratio=(0.75,1.3333))`.
+    /// `random_resized_crop(size, scale=(0.08,1.0), ratio=(0.75,1.3333), interpolation=bilinear)`.
     RandomResizedCrop {
         /// Output size.
         size: Size,
@@ -63,20 +64,27 @@ pub enum TransformSpec {
         scale: (f64, f64),
         /// Aspect ratio range.
         ratio: (f64, f64),
+        /// Resampling.
+        #[serde(default, skip_serializing_if = "InterpolationName::is_bilinear")]
+        interpolation: InterpolationName,
     },
     /// `center_crop(size)`.
     CenterCrop {
         /// Output size.
         size: Size,
     },
-    /// `resize(N)`: shorter side to N; `resize(WxH)`: exactly W × H.
+    /// `resize(N)`: shorter side to N; `resize(WxH)`: exactly W × H;
+    /// `interpolation=bilinear` by default.
     Resize {
         /// The shorter side, or `None` for a fixed size.
         shorter: Option<u32>,
         /// The fixed size, when `shorter` is `None`.
         size: Option<Size>,
+        /// Resampling.
+        #[serde(default, skip_serializing_if = "InterpolationName::is_bilinear")]
+        interpolation: InterpolationName,
     },
-    /// `color_jitter(brightness=0, contrast=0, saturation=0)`.
+    /// `color_jitter(brightness=0, contrast=0, saturation=0, hue=0)`.
     ColorJitter {
         /// Brightness.
         brightness: f32,
@@ -84,6 +92,37 @@ pub enum TransformSpec {
         contrast: f32,
         /// Saturation.
         saturation: f32,
+        /// Hue, at most 0.5.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        hue: f32,
+    },
+    /// `rand_augment(num_ops=2, magnitude=9, num_magnitude_bins=31,
+    /// interpolation=nearest, fill=0)`, `trivial_augment(num_magnitude_bins=31,
+    /// interpolation=nearest, fill=0)` or `auto_augment(policy=imagenet,
+    /// interpolation=nearest, fill=0)`: torchvision's policies.
+    Augment {
+        /// The policy and its own arguments.
+        policy: Policy,
+        /// Sampling of the geometric operations.
+        #[serde(default)]
+        interpolation: InterpolationName,
+        /// What the geometric operations uncover, one value or one per channel.
+        #[serde(default)]
+        fill: Vec<u8>,
+    },
+    /// `random_erasing(p=0.5, scale=(0.02,0.33), ratio=(0.3,3.3), value=0)`;
+    /// value a pixel value (0–255, or one per channel), `mean` (the
+    /// normalize step's mean: torchvision's `value=0` after `Normalize`) or
+    /// `random` (normal noise in the normalized space: `value='random'`).
+    RandomErasing {
+        /// Probability.
+        p: f64,
+        /// Area fraction range.
+        scale: (f64, f64),
+        /// Aspect ratio range.
+        ratio: (f64, f64),
+        /// What is written.
+        value: EraseSpec,
     },
     /// `normalize(mean, std)` or `normalize(cifar10|imagenet)`: the last
     /// step; f32 output applies it, u8 output leaves it to the device.
@@ -95,6 +134,10 @@ pub enum TransformSpec {
         /// Per-channel standard deviation.
         std: Vec<f32>,
     },
+}
+
+fn is_zero(v: &f32) -> bool {
+    *v == 0.0
 }
 
 fn join<T: fmt::Display>(v: &[T]) -> String {
@@ -134,24 +177,62 @@ impl fmt::Display for TransformSpec {
             }
             TransformSpec::RandomHorizontalFlip { p } => write!(f, "random_horizontal_flip(p={p})"),
             TransformSpec::RandomVerticalFlip { p } => write!(f, "random_vertical_flip(p={p})"),
-            TransformSpec::RandomResizedCrop { size, scale, ratio } => write!(
+            TransformSpec::RandomResizedCrop {
+                size,
+                scale,
+                ratio,
+                interpolation,
+            } => write!(
                 f,
-                "random_resized_crop({size},scale=({},{}),ratio=({},{}))",
-                scale.0, scale.1, ratio.0, ratio.1
+                "random_resized_crop({size},scale=({},{}),ratio=({},{}){})",
+                scale.0,
+                scale.1,
+                ratio.0,
+                ratio.1,
+                interpolation.unless_bilinear()
             ),
             TransformSpec::CenterCrop { size } => write!(f, "center_crop({size})"),
-            TransformSpec::Resize { shorter, size } => match (shorter, size) {
-                (Some(n), _) => write!(f, "resize({n})"),
-                (None, Some(s)) => write!(f, "resize({}x{})", s.width, s.height),
-                (None, None) => f.write_str("resize()"),
-            },
+            TransformSpec::Resize {
+                shorter,
+                size,
+                interpolation,
+            } => {
+                let i = interpolation.unless_bilinear();
+                match (shorter, size) {
+                    (Some(n), _) => write!(f, "resize({n}{i})"),
+                    (None, Some(s)) => write!(f, "resize({}x{}{i})", s.width, s.height),
+                    (None, None) => f.write_str("resize()"),
+                }
+            }
             TransformSpec::ColorJitter {
                 brightness,
                 contrast,
                 saturation,
+                hue,
+            } => {
+                write!(
+                    f,
+                    "color_jitter(brightness={brightness},contrast={contrast},saturation={saturation}"
+                )?;
+                if *hue != 0.0 {
+                    write!(f, ",hue={hue}")?;
+                }
+                f.write_str(")")
+            }
+            TransformSpec::Augment {
+                policy,
+                interpolation,
+                fill,
+            } => crate::augment::write_policy(f, policy, *interpolation, fill),
+            TransformSpec::RandomErasing {
+                p,
+                scale,
+                ratio,
+                value,
             } => write!(
                 f,
-                "color_jitter(brightness={brightness},contrast={contrast},saturation={saturation})"
+                "random_erasing(p={p},scale=({},{}),ratio=({},{}),value={value})",
+                scale.0, scale.1, ratio.0, ratio.1
             ),
             TransformSpec::Normalize { preset, mean, std } => match preset {
                 Some(p) => write!(f, "normalize({p})"),
@@ -171,6 +252,8 @@ impl TransformSpec {
                 | TransformSpec::RandomVerticalFlip { .. }
                 | TransformSpec::RandomResizedCrop { .. }
                 | TransformSpec::ColorJitter { .. }
+                | TransformSpec::Augment { .. }
+                | TransformSpec::RandomErasing { .. }
         )
     }
 
@@ -191,8 +274,19 @@ impl TransformSpec {
         }
     }
 
-    /// The u8 step this spec describes; `None` for normalize (a collation step).
+    /// The u8 step this spec describes; `None` for normalize (a collation
+    /// step). A `random_erasing(value=mean|random)` needs the pipeline's
+    /// normalize step: build it with [`build_in`](Self::build_in).
     pub fn build(&self) -> Result<Option<Box<dyn Transform>>, PipelineError> {
+        self.build_in(&[])
+    }
+
+    /// [`build`](Self::build) as a step of `steps` (whose normalize step
+    /// gives `random_erasing`'s `mean` and `random` their values).
+    pub fn build_in(
+        &self,
+        steps: &[TransformSpec],
+    ) -> Result<Option<Box<dyn Transform>>, PipelineError> {
         let e = |err: adapt_dataset::Error| self.error(err.to_string());
         let t: Box<dyn Transform> = match self {
             TransformSpec::RandomCrop {
@@ -213,9 +307,17 @@ impl TransformSpec {
             TransformSpec::RandomVerticalFlip { p } => {
                 Box::new(RandomFlip::vertical(*p).map_err(e)?)
             }
-            TransformSpec::RandomResizedCrop { size, scale, ratio } => Box::new(
-                RandomResizedCrop::with(size.height, size.width, *scale, *ratio).map_err(e)?,
-            ),
+            TransformSpec::RandomResizedCrop {
+                size,
+                scale,
+                ratio,
+                interpolation,
+            } => {
+                let mut c =
+                    RandomResizedCrop::with(size.height, size.width, *scale, *ratio).map_err(e)?;
+                c.filter = interpolation.filter();
+                Box::new(c)
+            }
             TransformSpec::CenterCrop { size } => {
                 if size.width == 0 || size.height == 0 {
                     return Err(self.error("size must be positive"));
@@ -225,17 +327,47 @@ impl TransformSpec {
                     width: size.width,
                 })
             }
-            TransformSpec::Resize { shorter, size } => match (shorter, size) {
+            TransformSpec::Resize {
+                shorter,
+                size,
+                interpolation,
+            } => match (shorter, size) {
                 (Some(0), _) => return Err(self.error("size must be positive")),
-                (Some(n), _) => Box::new(ResizeShorter { size: *n }),
-                (None, Some(s)) => Box::new(Resize::new(s.width, s.height).map_err(e)?),
+                (Some(n), _) => Box::new(ResizeShorter {
+                    size: *n,
+                    filter: interpolation.filter(),
+                }),
+                (None, Some(s)) => Box::new(
+                    Resize::new(s.width, s.height)
+                        .map_err(e)?
+                        .with_filter(interpolation.filter()),
+                ),
                 (None, None) => return Err(self.error("needs a size")),
             },
             TransformSpec::ColorJitter {
                 brightness,
                 contrast,
                 saturation,
-            } => Box::new(ColorJitter::new(*brightness, *contrast, *saturation).map_err(e)?),
+                hue,
+            } => Box::new(
+                ColorJitter::new(*brightness, *contrast, *saturation)
+                    .and_then(|c| c.with_hue(*hue))
+                    .map_err(e)?,
+            ),
+            TransformSpec::Augment {
+                policy,
+                interpolation,
+                fill,
+            } => crate::augment::build_policy(policy, *interpolation, fill).map_err(e)?,
+            TransformSpec::RandomErasing {
+                p,
+                scale,
+                ratio,
+                value,
+            } => {
+                let value = value.resolve(steps).map_err(|reason| self.error(reason))?;
+                Box::new(crate::augment::erasing(*p, *scale, *ratio, value).map_err(e)?)
+            }
             TransformSpec::Normalize { .. } => return Ok(None),
         };
         Ok(Some(t))

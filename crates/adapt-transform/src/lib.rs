@@ -48,8 +48,9 @@ pub use rng::SampleRng;
 pub use scratch::Scratch;
 pub use step::Transform;
 pub use steps::{
-    CenterCrop, ColorJitter, Crop, RandomCrop, RandomFlip, RandomResizedCrop, Region, Resize,
-    ResizeFilter, ResizeShorter, ToRgb, resize_region,
+    AutoAugment, AutoAugmentPolicy, CenterCrop, ColorJitter, Crop, EraseValue, Interpolation, Op,
+    PolicyStep, RandAugment, RandomCrop, RandomErasing, RandomFlip, RandomResizedCrop, Region,
+    Resize, ResizeFilter, ResizeShorter, ToRgb, TrivialAugmentWide, resize_region,
 };
 
 // The vocabulary the steps work on, under the names the modules use.

@@ -67,6 +67,90 @@ fn the_text_form_round_trips() {
 }
 
 #[test]
+fn the_augmentation_steps_round_trip_with_torchvision_defaults() {
+    let text = "random_resized_crop(224,interpolation=bicubic),resize(256,interpolation=nearest),\
+                rand_augment,trivial_augment(interpolation=bilinear,fill=(1,2,3)),\
+                auto_augment(policy=cifar10),color_jitter(0.4,0.4,0.4,hue=0.1),\
+                random_erasing(p=0.25,value=random),random_erasing(value=mean),\
+                random_erasing(value=(1,2,3)),normalize(imagenet)";
+    let specs = parse_transforms(text).unwrap();
+    let canonical = transforms_text(&specs);
+    assert_eq!(parse_transforms(&canonical).unwrap(), specs, "{canonical}");
+    for part in [
+        "random_resized_crop(224,scale=(0.08,1),ratio=(0.75,1.3333333333333333),interpolation=bicubic)",
+        "resize(256,interpolation=nearest)",
+        "rand_augment(num_ops=2,magnitude=9,num_magnitude_bins=31)",
+        "trivial_augment(num_magnitude_bins=31,interpolation=bilinear,fill=(1,2,3))",
+        "auto_augment(policy=cifar10)",
+        ",hue=0.1)",
+        "random_erasing(p=0.25,scale=(0.02,0.33),ratio=(0.3,3.3),value=random)",
+        "random_erasing(p=0.5,scale=(0.02,0.33),ratio=(0.3,3.3),value=mean)",
+    ] {
+        assert!(canonical.contains(part), "{part} not in {canonical}");
+    }
+    assert!(specs.iter().filter(|s| s.is_random()).count() >= 8);
+    // The JSON of the steps that existed before keeps its shape (profiles
+    // and checkpoints name pipelines by it): no new keys at their defaults.
+    let old = parse_transforms("resize(256),random_resized_crop(224),color_jitter(0.4)").unwrap();
+    let json = serde_json::to_string(&old).unwrap();
+    assert!(
+        !json.contains("interpolation") && !json.contains("hue"),
+        "{json}"
+    );
+}
+
+#[test]
+fn bad_augmentation_steps_are_refused_by_name() {
+    for (text, says) in [
+        ("rand_augment(magnitude=31)", "magnitude"),
+        (
+            "rand_augment(num_ops=2,magnitude=9,num_magnitude_bins=1)",
+            "num_magnitude_bins",
+        ),
+        ("auto_augment(policy=mnist)", "imagenet, cifar10 or svhn"),
+        (
+            "trivial_augment(interpolation=lanczos)",
+            "nearest, bilinear or bicubic",
+        ),
+        ("random_erasing(p=1.5)", "random_erasing"),
+        ("random_erasing(scale=(0.5,0.1))", "random_erasing"),
+        ("random_erasing(value=mean)", "normalize"),
+        ("color_jitter(hue=0.6)", "hue"),
+        ("rand_augment(fill=(1,2))", "fill"),
+    ] {
+        let err = parse_transforms(text).unwrap_err();
+        assert!(err.to_string().contains(says), "{text}: {err}");
+    }
+}
+
+#[test]
+fn the_augmentations_run_in_a_pipeline_and_erase_with_the_normalize_mean() {
+    let t = tempfile::tempdir().unwrap();
+    cifar(t.path(), 10);
+    let built = Pipeline::new(DatasetSpec::named("cifar10", t.path()).unwrap())
+        .with_transforms(
+            "rand_augment,trivial_augment,auto_augment,random_erasing(p=1,value=mean),normalize(cifar10)",
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(built.sample_shape, adapt_dataset::Shape::new(32, 32, 3));
+    assert!(built.is_random());
+    let specs =
+        parse_transforms("random_erasing(p=1,scale=(0.3,0.33),value=mean),normalize(cifar10)")
+            .unwrap();
+    let step = specs[0].build_in(&specs).unwrap().unwrap();
+    let mut s = adapt_dataset::Sample::hwc(vec![0; 32 * 32 * 3], 32, 32, 3, 0).unwrap();
+    step.apply(&mut s, &mut adapt_transform::Scratch::default())
+        .unwrap();
+    // CIFAR-10's mean (0.4914, 0.4822, 0.4465) × 255, rounded.
+    assert!(
+        s.pixels.chunks(3).any(|p| p == [125, 123, 114]),
+        "the box has the mean colour"
+    );
+}
+
+#[test]
 fn bad_steps_are_errors_naming_the_token() {
     for (text, token) in [
         ("random_crop(32),blur(3)", "blur(3)"),

@@ -1,6 +1,7 @@
 //! Colour steps: `ToRgb` (PIL's `convert('RGB')`) and torchvision's
-//! `ColorJitter` (brightness, contrast, saturation, in random order).
+//! `ColorJitter` (brightness, contrast, saturation, hue, in random order).
 
+use super::ops;
 use crate::{Error, Sample, Scratch, Shape, Transform};
 
 /// Converts to 3-channel RGB as PIL's `convert('RGB')` does: RGBA drops its
@@ -71,9 +72,11 @@ impl Transform for ToRgb {
     }
 }
 
-/// torchvision's `ColorJitter(brightness, contrast, saturation)`: each
-/// factor uniform in its range, the steps in a random order; grey as PIL's
-/// `L` (299, 587, 114 per mille), contrast around the mean grey.
+/// torchvision's `ColorJitter(brightness, contrast, saturation, hue)` on a
+/// PIL image: each factor uniform in its range, the four steps in a random
+/// order, each as PIL computes it ([`super::ops`]: truncating blends, grey
+/// as PIL's `L`, contrast around the rounded mean grey, hue through PIL's
+/// HSV).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ColorJitter {
     /// Range of the brightness factor, or none.
@@ -82,6 +85,8 @@ pub struct ColorJitter {
     pub contrast: Option<(f32, f32)>,
     /// Range of the saturation factor, or none.
     pub saturation: Option<(f32, f32)>,
+    /// Range of the hue shift (within [−0.5, 0.5]), or none.
+    pub hue: Option<(f32, f32)>,
 }
 
 impl ColorJitter {
@@ -99,29 +104,28 @@ impl ColorJitter {
             brightness: range("brightness", brightness)?,
             contrast: range("contrast", contrast)?,
             saturation: range("saturation", saturation)?,
+            hue: None,
         })
     }
-}
 
-fn grey(p: &[u8]) -> f32 {
-    (f32::from(p[0]) * 299.0 + f32::from(p[1]) * 587.0 + f32::from(p[2]) * 114.0) / 1000.0
-}
-
-fn to_u8(v: f32) -> u8 {
-    (v + 0.5).clamp(0.0, 255.0) as u8
+    /// The same with a hue shift drawn from [−`hue`, `hue`] (0 to 0.5).
+    pub fn with_hue(mut self, hue: f32) -> Result<Self, Error> {
+        if !(0.0..=0.5).contains(&hue) {
+            return Err(Error::InvalidParameter(format!(
+                "color_jitter hue {hue} must be in [0, 0.5]"
+            )));
+        }
+        self.hue = (hue > 0.0).then_some((-hue, hue));
+        Ok(self)
+    }
 }
 
 impl Transform for ColorJitter {
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
-        if sample.shape.channels != 3 {
-            return Err(Error::Channels {
-                transform: "color_jitter",
-                channels: sample.shape.channels,
-            });
-        }
+        ops::rgb(sample, "color_jitter")?;
         let rng = &mut scratch.rng;
-        let mut order = [0usize, 1, 2];
-        for i in (1..3).rev() {
+        let mut order = [0usize, 1, 2, 3];
+        for i in (1..4).rev() {
             order.swap(i, rng.below(i as u64 + 1) as usize);
         }
         let mut draw = |r: Option<(f32, f32)>| {
@@ -131,36 +135,20 @@ impl Transform for ColorJitter {
             draw(self.brightness),
             draw(self.contrast),
             draw(self.saturation),
+            draw(self.hue),
         ];
         if factors.iter().all(Option::is_none) {
             return Ok(());
         }
-        // Channel order does not matter for these steps except grey, which
-        // needs whole pixels: work interleaved.
         sample.make_interleaved(&mut scratch.bytes);
+        let px = &mut sample.pixels;
         for op in order {
             let Some(f) = factors[op] else { continue };
-            let px = sample.pixels.as_chunks_mut::<3>().0;
             match op {
-                0 => px
-                    .iter_mut()
-                    .flatten()
-                    .for_each(|v| *v = to_u8(f32::from(*v) * f)),
-                1 => {
-                    let n = px.len().max(1) as f32;
-                    let mean = (px.iter().map(|p| grey(p)).sum::<f32>() / n + 0.5).floor();
-                    px.iter_mut()
-                        .flatten()
-                        .for_each(|v| *v = to_u8(mean + f * (f32::from(*v) - mean)));
-                }
-                _ => {
-                    for p in px.iter_mut() {
-                        let g = grey(p);
-                        for v in p.iter_mut() {
-                            *v = to_u8(g + f * (f32::from(*v) - g));
-                        }
-                    }
-                }
+                0 => ops::brightness(px, f),
+                1 => ops::contrast(px, f),
+                2 => ops::saturation(px, f),
+                _ => ops::hue(px, f),
             }
         }
         Ok(())
@@ -205,6 +193,7 @@ mod tests {
             brightness: Some((1.0, 1.0)),
             contrast: Some((1.0, 1.0)),
             saturation: Some((1.0, 1.0)),
+            hue: Some((0.0, 0.0)),
         }
         .apply(&mut s, &mut scratch)
         .unwrap();
@@ -214,17 +203,19 @@ mod tests {
             brightness: Some((0.5, 0.5)),
             contrast: None,
             saturation: None,
+            hue: None,
         }
         .apply(&mut s, &mut scratch)
         .unwrap();
         for (a, b) in s.pixels.iter().zip(&base.pixels) {
-            assert_eq!(*a, to_u8(f32::from(*b) * 0.5));
+            assert_eq!(*a, *b / 2, "PIL's blend truncates");
         }
         let mut s = base.clone();
         ColorJitter {
             brightness: None,
             contrast: None,
             saturation: Some((0.0, 0.0)),
+            hue: None,
         }
         .apply(&mut s, &mut scratch)
         .unwrap();

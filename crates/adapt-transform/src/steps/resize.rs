@@ -55,13 +55,20 @@ impl Resize {
     }
 
     fn options(&self) -> fr::ResizeOptions {
-        let alg = match self.filter {
+        fr::ResizeOptions::new().resize_alg(self.filter.algorithm())
+    }
+}
+
+impl ResizeFilter {
+    /// The resizer's algorithm for this filter (PIL's bicubic is
+    /// Catmull-Rom, a = −0.5).
+    fn algorithm(self) -> fr::ResizeAlg {
+        match self {
             ResizeFilter::Nearest => fr::ResizeAlg::Nearest,
             ResizeFilter::Bilinear => fr::ResizeAlg::Convolution(fr::FilterType::Bilinear),
             ResizeFilter::Bicubic => fr::ResizeAlg::Convolution(fr::FilterType::CatmullRom),
             ResizeFilter::Lanczos3 => fr::ResizeAlg::Convolution(fr::FilterType::Lanczos3),
-        };
-        fr::ResizeOptions::new().resize_alg(alg)
+        }
     }
 }
 
@@ -110,27 +117,31 @@ impl Region {
 
 /// Resizes `region` of an interleaved sample to `height × width` in one
 /// pass (the SIMD resizer reads the region in place; nothing is cropped
-/// first), bilinear with antialiasing as PIL's.
+/// first), through `filter` with antialiasing as PIL's.
 pub fn resize_region(
     sample: &mut Sample,
     scratch: &mut Scratch,
     region: Region,
     (height, width): (u32, u32),
+    filter: ResizeFilter,
 ) -> Result<(), Error> {
     sample.make_interleaved(&mut scratch.bytes);
     let from = sample.shape;
     let to = Shape::new(height, width, from.channels);
     let options = fr::ResizeOptions::new()
-        .resize_alg(fr::ResizeAlg::Convolution(fr::FilterType::Bilinear))
+        .resize_alg(filter.algorithm())
         .crop(region.left, region.top, region.width, region.height);
     resize_u8(sample, scratch, to, &options)
 }
 
 /// torchvision's `RandomResizedCrop(size, scale, ratio)`: a region of
 /// random area (a `scale` fraction of the image) and aspect ratio (log-
-/// uniform in `ratio`), resized to `height × width`, bilinear.
+/// uniform in `ratio`), resized to `height × width` (bilinear unless
+/// `filter` says otherwise).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RandomResizedCrop {
+    /// Resampling filter.
+    pub filter: ResizeFilter,
     /// Output rows.
     pub height: u32,
     /// Output columns.
@@ -161,6 +172,7 @@ impl RandomResizedCrop {
             )));
         }
         Ok(Self {
+            filter: ResizeFilter::Bilinear,
             height,
             width,
             scale,
@@ -243,7 +255,13 @@ impl Transform for RandomResizedCrop {
             height: region.height * sy,
             width: region.width * sx,
         };
-        resize_region(sample, scratch, scaled, (self.height, self.width))?;
+        resize_region(
+            sample,
+            scratch,
+            scaled,
+            (self.height, self.width),
+            self.filter,
+        )?;
         Ok(true)
     }
     fn apply(&self, sample: &mut Sample, scratch: &mut Scratch) -> Result<(), Error> {
@@ -254,7 +272,13 @@ impl Transform for RandomResizedCrop {
             ));
         }
         let region = self.region(s.height, s.width, &mut scratch.rng);
-        resize_region(sample, scratch, region, (self.height, self.width))
+        resize_region(
+            sample,
+            scratch,
+            region,
+            (self.height, self.width),
+            self.filter,
+        )
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         pixel_type(input.channels)?;
@@ -263,14 +287,25 @@ impl Transform for RandomResizedCrop {
 }
 
 /// torchvision's `Resize(size)` with one number: the shorter side becomes
-/// `size`, the longer `int(size × long / short)`; bilinear, antialiased.
+/// `size`, the longer `int(size × long / short)`; antialiased, bilinear
+/// unless `filter` says otherwise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResizeShorter {
     /// The shorter side's new length.
     pub size: u32,
+    /// Resampling filter.
+    pub filter: ResizeFilter,
 }
 
 impl ResizeShorter {
+    /// A bilinear resize of the shorter side to `size`.
+    pub fn new(size: u32) -> Self {
+        Self {
+            size,
+            filter: ResizeFilter::Bilinear,
+        }
+    }
+
     /// The output (height, width) for an input of `h × w`.
     pub fn size_for(&self, h: u32, w: u32) -> (u32, u32) {
         let (short, long) = if w <= h { (w, h) } else { (h, w) };
@@ -299,7 +334,7 @@ impl Transform for ResizeShorter {
         let s = sample.shape;
         if (s.height, s.width) != (oh, ow) {
             let whole = Region::whole(s);
-            resize_region(sample, scratch, whole, (oh, ow))?;
+            resize_region(sample, scratch, whole, (oh, ow), self.filter)?;
         }
         Ok(true)
     }
@@ -310,7 +345,7 @@ impl Transform for ResizeShorter {
             return Ok(());
         }
         let whole = Region::whole(s);
-        resize_region(sample, scratch, whole, (h, w))
+        resize_region(sample, scratch, whole, (h, w), self.filter)
     }
     fn output_shape(&self, input: Shape) -> Result<Shape, Error> {
         if self.size == 0 {
@@ -378,11 +413,11 @@ mod tests {
 
     #[test]
     fn resize_shorter_keeps_the_aspect_as_torchvision() {
-        let t = ResizeShorter { size: 256 };
+        let t = ResizeShorter::new(256);
         assert_eq!(t.size_for(375, 500), (256, 341));
         assert_eq!(t.size_for(500, 375), (341, 256));
         let mut s = Sample::hwc(vec![50; 30 * 40 * 3], 30, 40, 3, 0).unwrap();
-        ResizeShorter { size: 15 }
+        ResizeShorter::new(15)
             .apply(&mut s, &mut Scratch::default())
             .unwrap();
         assert_eq!(s.shape, Shape::new(15, 20, 3));
