@@ -168,6 +168,12 @@ def _is_adapt_dataset(dataset):
     return isinstance(dataset, datasets._Spec) or (isinstance(dataset, dict) and "dataset" in dataset)
 
 
+def _is_ray_source(dataset):
+    from ._ray_loader import is_ray_source
+
+    return is_ray_source(dataset)
+
+
 def _refuse_torch_only(dataset, **given):
     """What adapt does not honour, refused by name with what to use."""
     if given.get("generator") is not None:
@@ -283,7 +289,7 @@ class DataLoader:
         _check_int("interleave", interleave, 1, allow_none=True)
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ConfigTypeError(f"seed option should be an integer, got {type(seed).__name__}")
-        if num_workers == 0 and prefetch_factor is not None:
+        if num_workers == 0 and prefetch_factor is not None and not _is_ray_source(dataset):
             raise ConfigValueError("prefetch_factor option could only be specified in multiprocessing."
                              "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
         if num_workers == 0 and persistent_workers:
@@ -323,6 +329,9 @@ class DataLoader:
         self.collate_fn, self.sampler, self.batch_sampler = collate_fn, sampler, batch_sampler
         self.timeout = timeout
         self.stage_timing = bool(stage_timing)
+        if _is_ray_source(dataset):
+            self._init_ray(dataset, distributed, shuffle, transform, output, num_workers)
+            return
         if not _is_adapt_dataset(dataset):
             if interleave is not None:
                 raise ConfigValueError("interleave= is the shards an adapt.datasets.WebDataset or "
@@ -360,6 +369,34 @@ class DataLoader:
     def _own_sampler(self, indices):
         return Sampler(self._backend, indices, shuffle=self.shuffle, seed=self.seed, rank=self.rank,
                        world_size=self.world_size, drop_last=self.drop_last)
+
+    def _init_ray(self, source, distributed, shuffle, transform, output, num_workers):
+        """A Ray Data stream as the source: Ray reads and prefetches
+        (`prefetch_factor` batches, Ray's `prefetch_batches`), adapt's steps
+        collate each batch into its pooled buffers."""
+        from ._ray_loader import RayLoader
+
+        for name, value, instead in (
+                ("distributed", distributed not in (None, False), "pass one rank's share: "
+                 "ds.streaming_split(world_size)[rank] (Ray Train gives it as get_dataset_shard)"),
+                ("shuffle", shuffle, "shuffle in Ray (ds.random_shuffle()) or read with "
+                 "adapt.ray.read(..., shuffle=True)"),
+                ("num_workers", num_workers, "Ray's read tasks are the workers; prefetch_factor= "
+                 "sets Ray's prefetch_batches"),
+                ("sampler", self.sampler, "order the stream in Ray"),
+                ("batch_sampler", self.batch_sampler, "batch_size= batches the stream"),
+                ("collate_fn", self.collate_fn, "use ds.iter_torch_batches(collate_fn=...) instead")):
+            if value:
+                raise ConfigValueError(f"{name}= with a Ray Data stream: {instead}")
+        if output not in _OUTPUTS:
+            raise ConfigValueError(f"output {output!r}: expected one of {', '.join(_OUTPUTS)}")
+        if transform is not None:
+            _parse_transform(transform)
+        self.shuffle = False
+        self.worker_method = "thread"
+        self.transforms, self.output = transform, output
+        self._backend = RayLoader(source, self.batch_size, transform, output, bool(self.drop_last),
+                                  bool(self.pin_memory), self.seed, self.prefetch_factor or 1)
 
     def _init_python(self, dataset, shuffle, transform, output, stream, autotune, worker_method,
                      worker_init_fn, multiprocessing_context, in_order, reseed_globals):
