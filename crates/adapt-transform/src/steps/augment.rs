@@ -6,24 +6,7 @@
 use super::ops::{Interpolation, Op, apply_op, rgb};
 use crate::{Error, Sample, SampleRng, Scratch, Shape, Transform};
 
-/// The operations RandAugment and TrivialAugmentWide choose among, in
-/// torchvision's order.
-const RAND_OPS: [Op; 14] = [
-    Op::Identity,
-    Op::ShearX,
-    Op::ShearY,
-    Op::TranslateX,
-    Op::TranslateY,
-    Op::Rotate,
-    Op::Brightness,
-    Op::Color,
-    Op::Contrast,
-    Op::Sharpness,
-    Op::Posterize,
-    Op::Solarize,
-    Op::AutoContrast,
-    Op::Equalize,
-];
+const RAND_OPS: &[Op] = Op::RAND_AUGMENT;
 
 /// `torch.linspace(start, end, steps)[i]` in float32.
 fn linspace(start: f32, end: f32, steps: u32, i: u32) -> f32 {

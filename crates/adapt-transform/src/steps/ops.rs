@@ -107,26 +107,31 @@ impl Op {
         Ok(())
     }
 
+    /// Every operation, in torchvision's order (RandAugment's 14, then `Invert`).
+    pub const ALL: [Op; 15] = [
+        Op::Identity,
+        Op::ShearX,
+        Op::ShearY,
+        Op::TranslateX,
+        Op::TranslateY,
+        Op::Rotate,
+        Op::Brightness,
+        Op::Color,
+        Op::Contrast,
+        Op::Sharpness,
+        Op::Posterize,
+        Op::Solarize,
+        Op::AutoContrast,
+        Op::Equalize,
+        Op::Invert,
+    ];
+
+    /// What RandAugment and TrivialAugmentWide choose among, in their order.
+    pub const RAND_AUGMENT: &'static [Op] = Op::ALL.split_at(14).0;
+
     /// The operation named `name` (torchvision's spelling).
     pub fn from_name(name: &str) -> Option<Self> {
-        const ALL: [Op; 15] = [
-            Op::Identity,
-            Op::ShearX,
-            Op::ShearY,
-            Op::TranslateX,
-            Op::TranslateY,
-            Op::Rotate,
-            Op::Brightness,
-            Op::Color,
-            Op::Contrast,
-            Op::Sharpness,
-            Op::Posterize,
-            Op::Solarize,
-            Op::AutoContrast,
-            Op::Equalize,
-            Op::Invert,
-        ];
-        ALL.into_iter().find(|op| format!("{op:?}") == name)
+        Self::ALL.into_iter().find(|op| format!("{op:?}") == name)
     }
 }
 

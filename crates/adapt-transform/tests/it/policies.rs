@@ -10,22 +10,7 @@ use adapt_transform::{
 
 const N: u32 = 32;
 
-const RAND_OPS: [Op; 14] = [
-    Op::Identity,
-    Op::ShearX,
-    Op::ShearY,
-    Op::TranslateX,
-    Op::TranslateY,
-    Op::Rotate,
-    Op::Brightness,
-    Op::Color,
-    Op::Contrast,
-    Op::Sharpness,
-    Op::Posterize,
-    Op::Solarize,
-    Op::AutoContrast,
-    Op::Equalize,
-];
+const RAND_OPS: &[Op] = Op::RAND_AUGMENT;
 
 fn image() -> Vec<u8> {
     let mut r = SampleRng::new(1, 2, 3);
