@@ -74,7 +74,7 @@ impl Transform for ToRgb {
 
 /// torchvision's `ColorJitter(brightness, contrast, saturation, hue)` on a
 /// PIL image: each factor uniform in its range, the four steps in a random
-/// order, each as PIL computes it ([`super::ops`]: truncating blends, grey
+/// order, each as PIL computes it (the `ops` module: truncating blends, grey
 /// as PIL's `L`, contrast around the rounded mean grey, hue through PIL's
 /// HSV).
 #[derive(Clone, Copy, Debug, PartialEq)]
