@@ -147,6 +147,34 @@ fn join<T: fmt::Display>(v: &[T]) -> String {
         .join(",")
 }
 
+/// The text of `random_crop`, its arguments at their defaults left out.
+fn write_random_crop(
+    f: &mut fmt::Formatter<'_>,
+    size: Size,
+    padding: &[u32; 4],
+    fill: &[u8],
+    padding_mode: &str,
+) -> fmt::Result {
+    write!(f, "random_crop({size}")?;
+    if padding.iter().any(|&p| p != 0) {
+        if padding.iter().all(|&p| p == padding[0]) {
+            write!(f, ",padding={}", padding[0])?;
+        } else {
+            write!(f, ",padding=({})", join(padding))?;
+        }
+    }
+    if fill.iter().any(|&v| v != 0) {
+        match fill {
+            [v] => write!(f, ",fill={v}")?,
+            many => write!(f, ",fill=({})", join(many))?,
+        }
+    }
+    if padding_mode != "constant" {
+        write!(f, ",padding_mode={padding_mode}")?;
+    }
+    f.write_str(")")
+}
+
 impl fmt::Display for TransformSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -155,26 +183,7 @@ impl fmt::Display for TransformSpec {
                 padding,
                 fill,
                 padding_mode,
-            } => {
-                write!(f, "random_crop({size}")?;
-                if padding.iter().any(|&p| p != 0) {
-                    if padding.iter().all(|&p| p == padding[0]) {
-                        write!(f, ",padding={}", padding[0])?;
-                    } else {
-                        write!(f, ",padding=({})", join(padding))?;
-                    }
-                }
-                if fill.iter().any(|&v| v != 0) {
-                    match fill.as_slice() {
-                        [v] => write!(f, ",fill={v}")?,
-                        many => write!(f, ",fill=({})", join(many))?,
-                    }
-                }
-                if padding_mode != "constant" {
-                    write!(f, ",padding_mode={padding_mode}")?;
-                }
-                f.write_str(")")
-            }
+            } => write_random_crop(f, *size, padding, fill, padding_mode),
             TransformSpec::RandomHorizontalFlip { p } => write!(f, "random_horizontal_flip(p={p})"),
             TransformSpec::RandomVerticalFlip { p } => write!(f, "random_vertical_flip(p={p})"),
             TransformSpec::RandomResizedCrop {
@@ -296,8 +305,7 @@ impl TransformSpec {
                 padding_mode,
             } => {
                 let mut c = RandomCrop::new(size.height, size.width).map_err(e)?;
-                c.padding = *padding;
-                c.fill = fill.clone();
+                (c.padding, c.fill) = (*padding, fill.clone());
                 c.mode = padding_mode_of(padding_mode).map_err(|r| self.error(r))?;
                 Box::new(c)
             }
@@ -318,32 +326,18 @@ impl TransformSpec {
                 c.filter = interpolation.filter();
                 Box::new(c)
             }
-            TransformSpec::CenterCrop { size } => {
-                if size.width == 0 || size.height == 0 {
-                    return Err(self.error("size must be positive"));
-                }
-                Box::new(CenterCrop {
-                    height: size.height,
-                    width: size.width,
-                })
+            TransformSpec::CenterCrop { size } if size.width == 0 || size.height == 0 => {
+                return Err(self.error("size must be positive"));
             }
+            TransformSpec::CenterCrop { size } => Box::new(CenterCrop {
+                height: size.height,
+                width: size.width,
+            }),
             TransformSpec::Resize {
                 shorter,
                 size,
                 interpolation,
-            } => match (shorter, size) {
-                (Some(0), _) => return Err(self.error("size must be positive")),
-                (Some(n), _) => Box::new(ResizeShorter {
-                    size: *n,
-                    filter: interpolation.filter(),
-                }),
-                (None, Some(s)) => Box::new(
-                    Resize::new(s.width, s.height)
-                        .map_err(e)?
-                        .with_filter(interpolation.filter()),
-                ),
-                (None, None) => return Err(self.error("needs a size")),
-            },
+            } => self.resize(*shorter, *size, interpolation.filter())?,
             TransformSpec::ColorJitter {
                 brightness,
                 contrast,
@@ -371,6 +365,25 @@ impl TransformSpec {
             TransformSpec::Normalize { .. } => return Ok(None),
         };
         Ok(Some(t))
+    }
+
+    /// A `resize` step: the shorter side to `shorter`, or exactly `size`.
+    fn resize(
+        &self,
+        shorter: Option<u32>,
+        size: Option<Size>,
+        filter: adapt_transform::ResizeFilter,
+    ) -> Result<Box<dyn Transform>, PipelineError> {
+        Ok(match (shorter, size) {
+            (Some(0), _) => return Err(self.error("size must be positive")),
+            (Some(n), _) => Box::new(ResizeShorter { size: n, filter }),
+            (None, Some(s)) => Box::new(
+                Resize::new(s.width, s.height)
+                    .map_err(|err| self.error(err.to_string()))?
+                    .with_filter(filter),
+            ),
+            (None, None) => return Err(self.error("needs a size")),
+        })
     }
 }
 

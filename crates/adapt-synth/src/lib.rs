@@ -423,12 +423,8 @@ pub fn parquet(
         class_names: Some((0..spec.classes).map(wnid).collect()),
     };
     let mut writer = adapt_formats::ParquetWriter::new(&root.join("data"), "train", options)?;
-    in_chunks(&spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
-        let class = i / spec.per_class;
-        let name = format!("{}_{}.jpg", wnid(class), i % spec.per_class);
-        writer.write(jpeg, Some(&name), class as i64)?;
-        progress(1);
-        Ok(())
+    hf_rows(&spec, root, progress, |jpeg, name, label| {
+        Ok(writer.write(jpeg, Some(name), label)?)
     })?;
     writer.finish()?;
     Ok(())
@@ -444,12 +440,8 @@ pub fn arrow(root: &Path, spec: ImageFolderSpec, progress: Progress<'_>) -> Resu
     check_folder_spec(&spec)?;
     let names = Some((0..spec.classes).map(wnid).collect());
     let mut writer = adapt_formats::ArrowWriter::new(root, PARQUET_FILE_ROWS, names)?;
-    in_chunks(&spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
-        let class = i / spec.per_class;
-        let name = format!("{}_{}.jpg", wnid(class), i % spec.per_class);
-        writer.write(jpeg, Some(&name), class as i64)?;
-        progress(1);
-        Ok(())
+    hf_rows(&spec, root, progress, |jpeg, name, label| {
+        Ok(writer.write(jpeg, Some(name), label)?)
     })?;
     writer.finish()?;
     Ok(())
@@ -477,6 +469,27 @@ pub fn parquet(root: &Path, spec: ImageFolderSpec, _: Progress<'_>) -> Result<()
 
 /// Calls `write` with each image of [`imagefolder`]'s (index, JPEG) in
 /// order, encoding `chunk` at a time in parallel.
+/// The image folder's images as Hugging Face rows (JPEG, `WNID_i.jpg`,
+/// class), in order, each written by `write`.
+#[cfg(feature = "parquet")]
+fn hf_rows(
+    spec: &ImageFolderSpec,
+    root: &Path,
+    progress: Progress<'_>,
+    mut write: impl FnMut(&[u8], &str, i64) -> Result<(), SynthError>,
+) -> Result<(), SynthError> {
+    in_chunks(spec, root, PARQUET_FILE_ROWS, |i, jpeg| {
+        let class = i / spec.per_class;
+        write(
+            jpeg,
+            &format!("{}_{}.jpg", wnid(class), i % spec.per_class),
+            class as i64,
+        )?;
+        progress(1);
+        Ok(())
+    })
+}
+
 fn in_chunks(
     spec: &ImageFolderSpec,
     root: &Path,

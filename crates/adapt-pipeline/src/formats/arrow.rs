@@ -3,7 +3,7 @@
 //! too) refuses them by name.
 
 use super::files::{FileList, file_list};
-use super::parquet::default_columns;
+use super::parquet::{column_options, default_columns};
 use super::{Format, imagenet};
 use crate::{DatasetSpec, OpenedDataset, PipelineError, SampleFields};
 use adapt_formats::{FormatError, ParquetOptions};
@@ -38,16 +38,10 @@ impl Format for ArrowFormat {
     }
 
     fn open(&self, spec: &DatasetSpec) -> Result<OpenedDataset, PipelineError> {
-        let columns = spec.fields.clone().unwrap_or_else(default_columns);
-        let options = ParquetOptions {
-            image: columns.image,
-            label: columns.label,
-            text: columns.text,
-        };
         if !adapt_formats::PARQUET_ENABLED {
             return Err(not_built(&spec.path).into());
         }
-        read_arrow(file_list(&spec.path, "Arrow files")?, &options)
+        read_arrow(file_list(&spec.path, "Arrow files")?, &column_options(spec))
     }
 }
 

@@ -13,6 +13,17 @@ use std::path::Path;
 /// buffer spans fit the 512 MiB cache).
 pub const PARQUET_STREAM_INTERLEAVE: usize = 16;
 
+/// The reader's columns: the spec's fields, else the Hugging Face defaults
+/// (shared with the Arrow format, whose files have the same columns).
+pub(super) fn column_options(spec: &DatasetSpec) -> ParquetOptions {
+    let columns = spec.fields.clone().unwrap_or_else(default_columns);
+    ParquetOptions {
+        image: columns.image,
+        label: columns.label,
+        text: columns.text,
+    }
+}
+
 /// Hugging Face Parquet: an image column (`{bytes, path}` or binary), an
 /// integer label column.
 pub struct ParquetFormat;
@@ -39,14 +50,11 @@ impl Format for ParquetFormat {
     }
 
     fn open(&self, spec: &DatasetSpec) -> Result<OpenedDataset, PipelineError> {
-        let columns = spec.fields.clone().unwrap_or_else(default_columns);
-        let options = ParquetOptions {
-            image: columns.image,
-            label: columns.label,
-            text: columns.text,
-        };
         parquet_built(&spec.path)?;
-        read_parquet(file_list(&spec.path, "Parquet files")?, &options)
+        read_parquet(
+            file_list(&spec.path, "Parquet files")?,
+            &column_options(spec),
+        )
     }
 }
 
