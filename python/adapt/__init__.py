@@ -60,7 +60,10 @@ def _torch_module():
         try:
             import torch  # noqa: F401
 
-            _torch = torch
+            # A folder named torch on sys.path (a script's own torch/ beside
+            # it) imports as an empty namespace package where torch is not
+            # installed: that is no torch.
+            _torch = torch if hasattr(torch, "from_numpy") else False
         except ImportError:
             _torch = False
     return _torch or None

@@ -36,8 +36,8 @@ _INTERRUPTED_GRACE = 0.2
 def is_iterable_dataset(ds):
     """An iterable-style dataset: torch's IterableDataset, or an object with
     `__iter__` and no `__getitem__`."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(ds, torch.utils.data.IterableDataset):
+    torch = sys.modules.get("torch")  # not imported: the dataset is no torch class
+    if hasattr(torch, "from_numpy") and isinstance(ds, torch.utils.data.IterableDataset):
         return True
     return hasattr(ds, "__iter__") and not hasattr(ds, "__getitem__")
 
@@ -662,23 +662,13 @@ class _SlotOwner:
         weakref.finalize(self, slots.release, sid)
 
 
-_NO_TORCH = []
-
-
 def _torch():
-    """torch, or None where it cannot be imported (tried once: a failed
-    import searches the path again on every call)."""
-    if _NO_TORCH:
-        return None
-    try:
-        import torch
+    """torch, or None where it is not installed (adapt's one check)."""
+    from . import _torch_module
 
-        return torch
-    except ImportError:
-        _NO_TORCH.append(True)
-        return None
+    return _torch_module()
 
 
 def _cuda_available():
-    torch = sys.modules.get("torch") or _torch()
+    torch = _torch()
     return torch is not None and torch.cuda.is_available()

@@ -95,6 +95,20 @@ def _children():
     return out
 
 
+def _thread_names():
+    """The kernel's names of this process's threads, counted (a thread left
+    behind is named here)."""
+    names = {}
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        names[name] = names.get(name, 0) + 1
+    return dict(sorted(names.items()))
+
+
 def _settled(baseline):
     """The usage once the last epoch's threads, descriptors and workers are
     gone (waiting up to SETTLE seconds for them)."""
@@ -248,8 +262,8 @@ def run(seconds=120, seed=1, root=None):
                 print(f"digest mismatch: {plan}", file=sys.stderr)
             now = _settled(baseline)
             if any(a > b for a, b in zip(now[1:], baseline[1:])):
-                print(f"after {plan}: {now} (baseline {baseline}); children: {_children()}",
-                      file=sys.stderr)
+                print(f"after {plan}: {now} (baseline {baseline}); children: {_children()}; "
+                      f"threads: {_thread_names()}", file=sys.stderr)
             most = tuple(max(a, b) for a, b in zip(most, now))
         r = soak.report
         r["seconds"] = round(time.monotonic() - started, 1)
