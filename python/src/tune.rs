@@ -1,7 +1,8 @@
-//! The tuner for Python: `tune` over a pipeline (adapt's loader), and
+//! The tuner for Python: `tune` over a pipeline (adapt's loader),
 //! `tune_trials` over a trial function the Python side runs (PyTorch's
-//! DataLoader over the user's dataset) — the Rust tuner's search, trial
-//! sizing, noise, race and comparison either way; profiles and the spaces.
+//! DataLoader over the user's dataset) and `tune_given` over a knob space
+//! Python names (Ray Data's) — the Rust tuner's search, noise, race and
+//! comparison every way; profiles and the spaces.
 
 use crate::{AdaptError, pipeline, py_error};
 use adapt::{
@@ -233,6 +234,98 @@ fn tune_trials(
     report_json(&finish(r, &pending)?)
 }
 
+/// A trial function of Python's over a given space: called as
+/// `trial(config, purpose, give_up_after=None)` with `config` a dict of the
+/// knobs' values; its cost is its wall time, or what it returns (as
+/// [`PythonTrials`]'s).
+struct PythonGivenTrials {
+    trial: Py<PyAny>,
+    pending: Pending,
+}
+
+impl adapt::GivenTrials for PythonGivenTrials {
+    fn run(
+        &mut self,
+        config: &adapt::GivenConfig,
+        purpose: adapt::TrialPurpose,
+        bound: Option<f64>,
+    ) -> Result<Measured, TrialFailure> {
+        if self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return Err(TrialFailure::Stop("interrupted".into()));
+        }
+        let shown = format!("{config:?}");
+        Python::attach(|py| {
+            let failed = |e: PyErr| TrialFailure::Failed(e.to_string());
+            let knobs = PyDict::new(py);
+            for (k, v) in config {
+                knobs.set_item(k, v).map_err(failed)?;
+            }
+            let kwargs = PyDict::new(py);
+            if let Some(b) = bound {
+                kwargs.set_item("give_up_after", b).map_err(failed)?;
+            }
+            let start = Instant::now();
+            let out = self.trial.call(py, (knobs, purpose.name()), Some(&kwargs));
+            let wall = start.elapsed().as_secs_f64();
+            match out {
+                Ok(v) if v.is_none(py) => Ok(Measured::Whole(wall)),
+                Ok(v) => measured(py, &v).ok_or_else(|| {
+                    TrialFailure::Failed(format!(
+                        "{shown}: the trial returned neither None, a number of seconds nor \
+                         (\"cut_short\", seconds)"
+                    ))
+                }),
+                Err(e) if is_stop(py, &e) => {
+                    let why = e.to_string();
+                    *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    Err(TrialFailure::Stop(why))
+                }
+                Err(e) => Err(TrialFailure::Failed(format!("{shown}: {e}"))),
+            }
+        })
+    }
+}
+
+/// Tunes a knob space Python names: `knobs_json` the knobs outermost
+/// first (`[{"name", "values", "default"}, ...]`), `trial` run for each
+/// configuration (see `PythonGivenTrials`), `options` the descent's
+/// (`avl`, `race`, `prune`, `plain`) and the repeats (`noise_repeats`,
+/// `final_repeats`). Returns the report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (trial, knobs_json, options, progress=None))]
+fn tune_given(
+    py: Python<'_>,
+    trial: Py<PyAny>,
+    knobs_json: &str,
+    options: &Bound<'_, PyDict>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let err = |e: adapt::engines::tune::TuneError| py_error(e.into());
+    let knobs: Vec<adapt::GivenKnob> = serde_json::from_str(knobs_json)
+        .map_err(|e| py_error(adapt::AdaptError::Option(format!("the knobs to tune: {e}"))))?;
+    let space = adapt::GivenSpace::new(knobs).map_err(err)?;
+    let tuned = self::options(options)?;
+    let options = adapt::GivenOptions {
+        avl: tuned.avl,
+        noise_repeats: tuned.noise_repeats,
+        final_repeats: tuned.final_repeats,
+    };
+    let pending = Pending::default();
+    let show = progress_to(progress, Arc::clone(&pending));
+    let mut trials = PythonGivenTrials {
+        trial,
+        pending: Arc::clone(&pending),
+    };
+    let r = py.detach(|| adapt::tune_given(&space, &mut trials, &options, &show));
+    let report = finish(r, &pending)?;
+    serde_json::to_string(&report).map_err(|e| AdaptError::new_err(e.to_string()))
+}
+
 /// Knobs as `torch.utils.data.DataLoader` keyword arguments: without
 /// workers `prefetch_factor` is None and `persistent_workers` False, as
 /// PyTorch requires.
@@ -343,6 +436,7 @@ fn report_page(
 pub(crate) fn add_functions(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(tune_trials, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_given, m)?)?;
     m.add_function(wrap_pyfunction!(space_configurations, m)?)?;
     m.add_function(wrap_pyfunction!(profile_knobs, m)?)?;
     m.add_function(wrap_pyfunction!(profile_knobs_of, m)?)?;

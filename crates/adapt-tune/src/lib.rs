@@ -16,6 +16,7 @@
 mod command;
 mod compare;
 mod error;
+mod given;
 mod machine;
 mod monitor;
 mod noise;
@@ -34,6 +35,10 @@ pub use adapt_dataset::Subset;
 pub use adapt_loader::LoaderKnobs;
 pub use command::{CommandObjective, TrialLimit, placeholders};
 pub use error::TuneError;
+pub use given::{
+    GivenConfig, GivenKnob, GivenNoise, GivenOptions, GivenReport, GivenSpace, GivenTime,
+    GivenTrial, GivenTrials, tune_given,
+};
 pub use machine::Machine;
 pub use monitor::{LoaderObjective, MIN_TRIAL_BATCHES, TrialSpec};
 pub use noise::threshold_from_spread;

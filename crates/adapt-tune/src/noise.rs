@@ -74,23 +74,31 @@ pub(crate) fn measure_noise(
 }
 
 fn spread_of(config: LoaderKnobs, seconds: Vec<f64>) -> Noise {
-    let mut sorted = seconds.clone();
+    let (median, relative_spread) = median_and_spread(&seconds);
+    Noise {
+        config,
+        seconds,
+        median,
+        relative_spread,
+    }
+}
+
+/// The median of identical trials' `seconds` (at least one) and their
+/// relative spread, (slowest − fastest) / median. From five trials on, the
+/// fastest and slowest are left out: one trial disturbed by something else
+/// on the machine should not set the threshold for the whole search.
+pub(crate) fn median_and_spread(seconds: &[f64]) -> (f64, f64) {
+    let mut sorted = seconds.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    // From five trials on, the fastest and slowest are left out: one trial
-    // disturbed by something else on the machine should not set the
-    // threshold for the whole search.
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return (f64::INFINITY, 0.0);
+    };
     let (lo, hi) = if sorted.len() >= 5 {
         (sorted[1], sorted[sorted.len() - 2])
     } else {
         (sorted[0], sorted[sorted.len() - 1])
     };
-    Noise {
-        config,
-        seconds,
-        median,
-        relative_spread: (hi - lo) / median.max(1e-12),
-    }
+    (median, (hi - lo) / median.max(1e-12))
 }
 
 /// The probes' trials as measurements a search starts from: they ran the

@@ -52,7 +52,7 @@ pub use stages::StageReport;
 pub use steps::{SampleSteps, StepScratch};
 pub use tune::{
     default_cifar10, profile_knobs, profile_knobs_of, replay, space_configurations, step_from_ms,
-    tune, tune_command, tune_trials,
+    tune, tune_command, tune_given, tune_trials,
 };
 
 pub use adapt_dataset::{Layout, Sample, SampleView, Shape};
@@ -75,8 +75,9 @@ pub use adapt_remote::{
 pub use adapt_search::{AvlOptions, Measured};
 pub use adapt_transfer::{COPY_DEPTH, Device, PinnedPool, TransferEngine, pinned_pool_size};
 pub use adapt_tune::{
-    Machine, Progress, ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure,
-    TrialLimit, TrialPurpose, TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
+    GivenConfig, GivenKnob, GivenOptions, GivenReport, GivenSpace, GivenTrials, Machine, Progress,
+    ReplayStats, Report, SpaceKind, Strategy, TrialData, TrialFailure, TrialLimit, TrialPurpose,
+    TrialRequest, TrialRunner, TrialSpec, TuneOptions, write_svg,
 };
 
 /// The engines, for what the front does not wrap (the benches time them

@@ -4,8 +4,8 @@
 use crate::AdaptError;
 use adapt_pipeline::{DatasetSpec, Pipeline};
 use adapt_tune::{
-    KnobSpace, LoaderKnobs, Machine, Profile, Progress, Report, SpaceKind, TrialData, TrialRunner,
-    TuneOptions,
+    GivenOptions, GivenReport, GivenSpace, GivenTrials, KnobSpace, LoaderKnobs, Machine, Profile,
+    Progress, Report, SpaceKind, TrialData, TrialRunner, TuneOptions,
 };
 use std::path::Path;
 
@@ -62,6 +62,20 @@ pub fn tune_trials(
     progress: Progress<'_>,
 ) -> Result<Report, AdaptError> {
     Ok(adapt_tune::tune_trials(runner, data, options, progress)?)
+}
+
+/// Tunes a knob space the caller names (Ray Data's `concurrency`, rows per
+/// read block and `prefetch_batches`, say) over trials the caller runs:
+/// the warm-up, noise, AVL descent with its race and pruning, and final
+/// comparison with the default that [`tune_trials`] runs for the loader's
+/// four knobs.
+pub fn tune_given(
+    space: &GivenSpace,
+    trials: &mut dyn GivenTrials,
+    options: &GivenOptions,
+    progress: Progress<'_>,
+) -> Result<GivenReport, AdaptError> {
+    Ok(adapt_tune::tune_given(space, trials, options, progress)?)
 }
 
 /// The configurations of the knob space `kind` on this machine (`gpu`:
