@@ -150,14 +150,7 @@ impl TrialRunner for PythonTrials {
 
 impl PythonTrials {
     fn call(&mut self, r: &TrialRequest, bound: Option<f64>) -> Result<Measured, TrialFailure> {
-        if self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
-            return Err(TrialFailure::Stop("interrupted".into()));
-        }
+        let shown = r.knobs.to_string();
         Python::attach(|py| {
             let knobs =
                 knobs_dict(py, &r.knobs).map_err(|e| TrialFailure::Failed(e.to_string()))?;
@@ -169,32 +162,53 @@ impl PythonTrials {
                 r.seed,
                 r.purpose.name(),
             );
-            let kwargs = PyDict::new(py);
-            if let Some(b) = bound {
-                kwargs
-                    .set_item("give_up_after", b)
-                    .map_err(|e| TrialFailure::Failed(e.to_string()))?;
-            }
-            let start = Instant::now();
-            let out = self.trial.call(py, args, Some(&kwargs));
-            let wall = start.elapsed().as_secs_f64();
-            match out {
-                Ok(v) if v.is_none(py) => Ok(Measured::Whole(wall)),
-                Ok(v) => measured(py, &v).ok_or_else(|| {
-                    TrialFailure::Failed(format!(
-                        "{}: the trial returned neither None, a number of seconds nor \
-                         (\"cut_short\", seconds)",
-                        r.knobs
-                    ))
-                }),
-                Err(e) if is_stop(py, &e) => {
-                    let why = e.to_string();
-                    *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    Err(TrialFailure::Stop(why))
-                }
-                Err(e) => Err(TrialFailure::Failed(format!("{}: {e}", r.knobs))),
-            }
+            let args = args
+                .into_pyobject(py)
+                .map_err(|e| TrialFailure::Failed(e.to_string()))?;
+            call_trial(py, &self.trial, &args, bound, &shown, &self.pending)
         })
+    }
+}
+
+/// Calls a Python trial function with `args` (and `give_up_after=bound`
+/// when given): its wall time, or what it returned (seconds, or
+/// `("cut_short", seconds)`). An exception is a failed trial naming
+/// `shown`; KeyboardInterrupt or SystemExit is kept in `pending` and stops
+/// the run, as does anything already pending.
+fn call_trial(
+    py: Python<'_>,
+    trial: &Py<PyAny>,
+    args: &Bound<'_, pyo3::types::PyTuple>,
+    bound: Option<f64>,
+    shown: &str,
+    pending: &Pending,
+) -> Result<Measured, TrialFailure> {
+    if pending.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+        return Err(TrialFailure::Stop("interrupted".into()));
+    }
+    let kwargs = PyDict::new(py);
+    if let Some(b) = bound {
+        kwargs
+            .set_item("give_up_after", b)
+            .map_err(|e| TrialFailure::Failed(e.to_string()))?;
+    }
+    let start = Instant::now();
+    let out = trial.bind(py).call(args, Some(&kwargs));
+    let wall = start.elapsed().as_secs_f64();
+    match out {
+        Ok(v) if v.is_none() => Ok(Measured::Whole(wall)),
+        Ok(v) => measured(py, &v.unbind()).ok_or_else(|| {
+            TrialFailure::Failed(format!(
+                "{shown}: the trial returned neither None, a number of seconds nor \
+                 (\"cut_short\", seconds)"
+            ))
+        }),
+        Err(e) if is_stop(py, &e) => {
+            let why = e.to_string();
+            *pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+            Err(TrialFailure::Stop(why))
+        }
+        Err(e) => Err(TrialFailure::Failed(format!("{shown}: {e}"))),
     }
 }
 
@@ -250,14 +264,6 @@ impl adapt::GivenTrials for PythonGivenTrials {
         purpose: adapt::TrialPurpose,
         bound: Option<f64>,
     ) -> Result<Measured, TrialFailure> {
-        if self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
-        {
-            return Err(TrialFailure::Stop("interrupted".into()));
-        }
         let shown = format!("{config:?}");
         Python::attach(|py| {
             let failed = |e: PyErr| TrialFailure::Failed(e.to_string());
@@ -265,28 +271,8 @@ impl adapt::GivenTrials for PythonGivenTrials {
             for (k, v) in config {
                 knobs.set_item(k, v).map_err(failed)?;
             }
-            let kwargs = PyDict::new(py);
-            if let Some(b) = bound {
-                kwargs.set_item("give_up_after", b).map_err(failed)?;
-            }
-            let start = Instant::now();
-            let out = self.trial.call(py, (knobs, purpose.name()), Some(&kwargs));
-            let wall = start.elapsed().as_secs_f64();
-            match out {
-                Ok(v) if v.is_none(py) => Ok(Measured::Whole(wall)),
-                Ok(v) => measured(py, &v).ok_or_else(|| {
-                    TrialFailure::Failed(format!(
-                        "{shown}: the trial returned neither None, a number of seconds nor \
-                         (\"cut_short\", seconds)"
-                    ))
-                }),
-                Err(e) if is_stop(py, &e) => {
-                    let why = e.to_string();
-                    *self.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    Err(TrialFailure::Stop(why))
-                }
-                Err(e) => Err(TrialFailure::Failed(format!("{shown}: {e}"))),
-            }
+            let args = (knobs, purpose.name()).into_pyobject(py).map_err(failed)?;
+            call_trial(py, &self.trial, &args, bound, &shown, &self.pending)
         })
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::noise::median_and_spread;
 use crate::options::{Progress, TuneOptions};
-use crate::trials::{TrialFailure, TrialPurpose};
+use crate::trials::{TrialFailure, TrialPurpose, checked};
 use crate::{TuneError, threshold_from_spread};
 use adapt_search::{
     AvlOptions, Config, Measured, Objective, Outcome, Param, Prior, Space, TrialError, Value,
@@ -262,19 +262,8 @@ impl GivenObjective<'_> {
         if let Some(why) = &self.stopped {
             return Err(TuneError::Stopped(why.clone()));
         }
-        match self.trials.run(config, purpose, bound) {
-            Ok(m) if m.value().is_finite() && m.value() > 0.0 => Ok(m),
-            Ok(m) => Err(TuneError::Trial(format!(
-                "{}: the trial gave {} s, not a positive time",
-                show(config),
-                m.value()
-            ))),
-            Err(TrialFailure::Failed(why)) => Err(TuneError::Trial(why)),
-            Err(TrialFailure::Stop(why)) => {
-                self.stopped = Some(why.clone());
-                Err(TuneError::Stopped(why))
-            }
-        }
+        let r = self.trials.run(config, purpose, bound);
+        checked(r, &show(config), &mut self.stopped)
     }
 
     fn check_stopped(&self) -> Result<(), TuneError> {

@@ -156,18 +156,7 @@ impl RunnerObjective<'_> {
             Some(b) => self.runner.run_until(&request, b),
             None => self.runner.run(&request).map(Measured::Whole),
         };
-        match r {
-            Ok(m) if m.value().is_finite() && m.value() > 0.0 => Ok(m),
-            Ok(m) => Err(TuneError::Trial(format!(
-                "{knobs}: the trial gave {} s, not a positive time",
-                m.value()
-            ))),
-            Err(TrialFailure::Failed(why)) => Err(TuneError::Trial(why)),
-            Err(TrialFailure::Stop(why)) => {
-                self.stopped = Some(why.clone());
-                Err(TuneError::Stopped(why))
-            }
-        }
+        checked(r, &knobs.to_string(), &mut self.stopped)
     }
 
     /// The run ends here when the caller asked it to.
@@ -175,6 +164,28 @@ impl RunnerObjective<'_> {
         match &self.stopped {
             Some(why) => Err(TuneError::Stopped(why.clone())),
             None => Ok(()),
+        }
+    }
+}
+
+/// What a caller's trial of `shown` gave, as the search counts it: a
+/// positive time, a failed trial, or a stop (kept in `stopped`, after
+/// which nothing more runs).
+pub(crate) fn checked(
+    r: Result<Measured, TrialFailure>,
+    shown: &str,
+    stopped: &mut Option<String>,
+) -> Result<Measured, TuneError> {
+    match r {
+        Ok(m) if m.value().is_finite() && m.value() > 0.0 => Ok(m),
+        Ok(m) => Err(TuneError::Trial(format!(
+            "{shown}: the trial gave {} s, not a positive time",
+            m.value()
+        ))),
+        Err(TrialFailure::Failed(why)) => Err(TuneError::Trial(why)),
+        Err(TrialFailure::Stop(why)) => {
+            *stopped = Some(why.clone());
+            Err(TuneError::Stopped(why))
         }
     }
 }
