@@ -21,16 +21,26 @@ from conftest import run_job, xtask_binary  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_a_two_node_cluster_reads_every_sample_once_as_adapt_does(tmp_path):
+def ray_job(script, args, timeout):
+    """Runs `script` (beside this file) in its own process group, bounded,
+    without Ray's usage reporting; returns what it wrote to its OUT.json."""
+    env = dict(os.environ, PYTHONPATH=HERE, RAY_DISABLE_USAGE_STATS="1", RAY_USAGE_STATS_ENABLED="0")
+    done = run_job([sys.executable, os.path.join(HERE, script), *map(str, args)], env, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(args[-1].read_text())
+
+
+def images(tmp_path, classes):
+    """60 images of 24×20 in `classes` classes, as gen writes an image folder."""
     data = tmp_path / "images"
     subprocess.run([xtask_binary(), "gen", "--dataset", "imagefolder", "--out", str(data),
-                    "--count", "60", "--classes", "60", "--size", "24x20"], check=True, capture_output=True)
-    out = tmp_path / "out.json"
-    env = dict(os.environ, PYTHONPATH=HERE, RAY_DISABLE_USAGE_STATS="1", RAY_USAGE_STATS_ENABLED="0")
-    done = run_job([sys.executable, os.path.join(HERE, "ray_job.py"), str(data), str(out)], env,
-                   timeout=240)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(out.read_text())
+                    "--count", "60", "--classes", str(classes), "--size", "24x20"], check=True,
+                   capture_output=True)
+    return data
+
+
+def test_a_two_node_cluster_reads_every_sample_once_as_adapt_does(tmp_path):
+    got = ray_job("ray_job.py", [images(tmp_path, 60), tmp_path / "out.json"], timeout=240)
     assert got["nodes"] == 2
     rows, ours = got["ray"], {r["index"]: r for r in got["adapt"]}
     assert sorted(r["index"] for r in rows) == list(range(60)), "every sample exactly once"
@@ -49,15 +59,7 @@ def test_a_two_node_cluster_reads_every_sample_once_as_adapt_does(tmp_path):
 
 
 def test_tune_finds_ray_datas_knobs_with_adapts_search(tmp_path):
-    data = tmp_path / "images"
-    subprocess.run([xtask_binary(), "gen", "--dataset", "imagefolder", "--out", str(data),
-                    "--count", "60", "--classes", "6", "--size", "24x20"], check=True, capture_output=True)
-    out = tmp_path / "out.json"
-    env = dict(os.environ, PYTHONPATH=HERE, RAY_DISABLE_USAGE_STATS="1", RAY_USAGE_STATS_ENABLED="0")
-    done = run_job([sys.executable, os.path.join(HERE, "ray_tune_job.py"), str(data), str(out)], env,
-                   timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(out.read_text())
+    got = ray_job("ray_tune_job.py", [images(tmp_path, 6), tmp_path / "out.json"], timeout=300)
     # A pipeline of known cost (ray_tune_job.py): 64-row map batches are
     # the cheapest per row (32 within Ray's start-up noise of it), the
     # untuned 256 rows cost 4x. (Whether two map tasks beat one is Ray's
