@@ -184,6 +184,15 @@ def _space(ray, space, trial_samples):
     return knobs
 
 
+def _estimate(spent, first, done, total):
+    """A cut-short trial's whole time: the start-up (to the first batch)
+    once, then the batches left at the pace of those after the first (at
+    least the time spent: pruning needs an estimate past its bound)."""
+    if done < 2:
+        return spent * total / done
+    return spent + (total - done) * (spent - first) / (done - 1)
+
+
 class _RayTrials:
     """The trial function the Rust tuner calls: a fresh Ray Dataset built
     with the configuration's read knobs, limited to `samples` rows, read
@@ -200,10 +209,13 @@ class _RayTrials:
         ds = self.make(**{name: knobs[name] for name, where in _KNOBS if where == "read"})
         total = math.ceil(self.samples / self.batch_size)
         done = rows = 0
+        first = None  # seconds to the first batch: Ray's start-up, paid once
         it = ds.limit(self.samples).iter_batches(batch_size=self.batch_size, batch_format="numpy",
                                                  prefetch_batches=knobs["prefetch_batches"])
         try:
             for batch in it:
+                if first is None:
+                    first = time.perf_counter() - start
                 rows += len(next(iter(batch.values())))
                 if purpose != "warm-up":
                     if self.step is not None:
@@ -214,7 +226,7 @@ class _RayTrials:
                 spent = time.perf_counter() - start
                 if give_up_after is not None and spent > give_up_after and done < total:
                     self.rows.append((rows, "cut short"))
-                    return ("cut_short", spent * total / done)
+                    return ("cut_short", _estimate(spent, first, done, total))
         finally:
             it = ds = None  # Ray's executor for this trial ends here
         self.rows.append((rows, purpose))

@@ -85,6 +85,14 @@ def test_tune_finds_ray_datas_knobs_with_adapts_search(tmp_path):
                                   or not t["note"].startswith("skipped")]), r["trace"]
 
 
+def test_a_cut_short_trial_counts_rays_start_up_once():
+    # 0.8 s to the first batch, then 0.05 s a batch: 5 of 20 batches read
+    # at 1.0 s, so the whole trial is about 1.0 + 15 x 0.05 s, not 4 s.
+    assert adapt.ray._estimate(1.0, 0.8, 5, 20) == pytest.approx(1.75)
+    assert adapt.ray._estimate(1.0, 0.9, 1, 20) == pytest.approx(20.0)  # one batch: no pace yet
+    assert adapt.ray._estimate(2.0, 0.1, 19, 20) >= 2.0
+
+
 def test_what_adapt_ray_cannot_read_is_refused_by_name():
     # In a process of its own: ray.shutdown() leaves Ray's gRPC threads in
     # the process that called ray.init, and the pool among them grows and
