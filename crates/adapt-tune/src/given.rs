@@ -4,10 +4,10 @@
 //! with its race and pruning, and the final comparison with the default,
 //! as the loader's own four knobs get them.
 
-use crate::noise::median_and_spread;
+use crate::TuneError;
+use crate::noise::{measured_avl, median_and_spread};
 use crate::options::{Progress, TuneOptions};
 use crate::trials::{TrialFailure, TrialPurpose, checked};
-use crate::{TuneError, threshold_from_spread};
 use adapt_search::{
     AvlOptions, Config, Measured, Objective, Outcome, Param, Prior, Space, TrialError, Value,
     avl_search_from,
@@ -219,7 +219,8 @@ pub struct GivenReport {
     pub configurations: usize,
     /// The noise probes.
     pub noise: Vec<GivenNoise>,
-    /// The race's threshold (relative), from the noisiest probe.
+    /// The race's threshold (relative) the search ran with: from the
+    /// noisiest probe, or the fixed one where none was measured (0: no race).
     pub threshold: f64,
     /// The search's pick.
     pub searched: GivenConfig,
@@ -317,12 +318,12 @@ pub fn tune_given(
     let default = space.default_config();
     run.trial(&default, TrialPurpose::WarmUp)?;
     let noise = run.noise(options.noise_repeats)?;
-    let threshold = noise
+    let spread = noise
         .iter()
         .map(|n| n.relative_spread)
-        .max_by(f64::total_cmp)
-        .map(threshold_from_spread);
-    let (searched, search_trials, distinct) = run.search(&noise, threshold, options.avl)?;
+        .max_by(f64::total_cmp);
+    let avl = measured_avl(options.avl, spread);
+    let (searched, search_trials, distinct) = run.search(&noise, &avl)?;
     let [d, a] = run.final_comparison([&default, &searched], options.final_repeats)?;
     let pick = if a.seconds <= d.seconds {
         a.config.clone()
@@ -332,7 +333,7 @@ pub fn tune_given(
     Ok(GivenReport {
         knobs: space.knobs().to_vec(),
         configurations: space.len(),
-        threshold: threshold.unwrap_or(options.avl.noise.threshold),
+        threshold: avl.noise.threshold,
         speedup_vs_default: crate::report::speedup(d.seconds, a.seconds),
         noise,
         searched,
@@ -428,16 +429,9 @@ impl GivenRun<'_, '_> {
     fn search(
         &mut self,
         noise: &[GivenNoise],
-        threshold: Option<f64>,
-        avl: AvlOptions,
+        avl: &AvlOptions,
     ) -> Result<(GivenConfig, usize, usize), TuneError> {
         let space = self.objective.space;
-        let mut avl = avl;
-        if let Some(t) = threshold
-            && avl.noise.threshold > 0.0
-        {
-            avl.noise.threshold = t;
-        }
         let before: Vec<Prior> = noise
             .iter()
             .map(|n| Prior {
@@ -450,7 +444,7 @@ impl GivenRun<'_, '_> {
             space.len(),
             avl.noise.threshold * 100.0
         ));
-        let found = avl_search_from(&space.space, &mut self.objective, &avl, &before);
+        let found = avl_search_from(&space.space, &mut self.objective, avl, &before);
         self.objective.check_stopped()?;
         for t in &found.trace {
             self.record_search(t);

@@ -121,14 +121,14 @@ pub(crate) fn noisiest(probes: &[Noise]) -> Option<Noise> {
         .cloned()
 }
 
-/// The noise policy's threshold from a measured spread (at least 1%: two
-/// trials never tell apart less; at most 50%).
-pub(crate) fn measured_avl(avl: AvlOptions, noise: Option<&Noise>) -> AvlOptions {
+/// The AVL options with the noise policy's threshold set from a measured
+/// relative spread (none measured, or the race off: as given).
+pub(crate) fn measured_avl(avl: AvlOptions, spread: Option<f64>) -> AvlOptions {
     let mut avl = avl;
-    if let Some(n) = noise
+    if let Some(s) = spread
         && avl.noise.threshold > 0.0
     {
-        avl.noise.threshold = threshold_from_spread(n.relative_spread);
+        avl.noise.threshold = threshold_from_spread(s);
     }
     avl
 }

@@ -334,7 +334,7 @@ pub(crate) fn tune_one<O: Objective>(
         trial,
     } = prepared;
     let noise = noisiest(&noise_probes);
-    let avl = measured_avl(ctx.options.avl, noise.as_ref());
+    let avl = measured_avl(ctx.options.avl, noise.as_ref().map(|n| n.relative_spread));
     let all = ctx.space.space().configurations();
     let infeasible = infeasible_count(objective, &all)?;
     let plan = SearchPlan {
